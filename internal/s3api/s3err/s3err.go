@@ -1,0 +1,143 @@
+// Package s3err owns S3's error vocabulary: the codes, their HTTP statuses,
+// and the one function that renders them as S3's XML error document.
+// Handlers return *Error values; they never write error XML themselves.
+package s3err
+
+import (
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Code is an S3 error code with its HTTP status and default message.
+type Code struct {
+	Name    string
+	Status  int
+	Message string
+}
+
+// The S3 error codes Facet returns.
+var (
+	AccessDenied                      = Code{"AccessDenied", http.StatusForbidden, "Access Denied"}
+	AuthorizationHeaderMalformed      = Code{"AuthorizationHeaderMalformed", http.StatusBadRequest, "The authorization header is malformed."}
+	AuthorizationQueryParametersError = Code{"AuthorizationQueryParametersError", http.StatusBadRequest, "Error parsing the X-Amz-Credential parameter."}
+	BadDigest                         = Code{"BadDigest", http.StatusBadRequest, "The Content-MD5 or checksum you specified did not match what we received."}
+	BucketAlreadyExists               = Code{"BucketAlreadyExists", http.StatusConflict, "The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again."}
+	BucketAlreadyOwnedByYou           = Code{"BucketAlreadyOwnedByYou", http.StatusConflict, "Your previous request to create the named bucket succeeded and you already own it."}
+	BucketNotEmpty                    = Code{"BucketNotEmpty", http.StatusConflict, "The bucket you tried to delete is not empty."}
+	EntityTooLarge                    = Code{"EntityTooLarge", http.StatusBadRequest, "Your proposed upload exceeds the maximum allowed object size."}
+	EntityTooSmall                    = Code{"EntityTooSmall", http.StatusBadRequest, "Your proposed upload is smaller than the minimum allowed object size."}
+	ExpiredToken                      = Code{"AccessDenied", http.StatusForbidden, "Request has expired"}
+	IncompleteBody                    = Code{"IncompleteBody", http.StatusBadRequest, "You did not provide the number of bytes specified by the Content-Length HTTP header."}
+	InternalError                     = Code{"InternalError", http.StatusInternalServerError, "We encountered an internal error. Please try again."}
+	InvalidAccessKeyID                = Code{"InvalidAccessKeyId", http.StatusForbidden, "The AWS Access Key Id you provided does not exist in our records."}
+	InvalidArgument                   = Code{"InvalidArgument", http.StatusBadRequest, "Invalid Argument"}
+	InvalidBucketName                 = Code{"InvalidBucketName", http.StatusBadRequest, "The specified bucket is not valid."}
+	InvalidDigest                     = Code{"InvalidDigest", http.StatusBadRequest, "The Content-MD5 you specified is not valid."}
+	InvalidPart                       = Code{"InvalidPart", http.StatusBadRequest, "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag."}
+	InvalidPartOrder                  = Code{"InvalidPartOrder", http.StatusBadRequest, "The list of parts was not in ascending order. Parts must be ordered by part number."}
+	InvalidRange                      = Code{"InvalidRange", http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable"}
+	InvalidRequest                    = Code{"InvalidRequest", http.StatusBadRequest, "Invalid Request"}
+	KeyTooLongError                   = Code{"KeyTooLongError", http.StatusBadRequest, "Your key is too long"}
+	MalformedXML                      = Code{"MalformedXML", http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."}
+	MetadataTooLarge                  = Code{"MetadataTooLarge", http.StatusBadRequest, "Your metadata headers exceed the maximum allowed metadata size."}
+	MethodNotAllowed                  = Code{"MethodNotAllowed", http.StatusMethodNotAllowed, "The specified method is not allowed against this resource."}
+	MissingContentLength              = Code{"MissingContentLength", http.StatusLengthRequired, "You must provide the Content-Length HTTP header."}
+	MissingSecurityHeader             = Code{"MissingSecurityHeader", http.StatusBadRequest, "Your request is missing a required header."}
+	NoSuchBucket                      = Code{"NoSuchBucket", http.StatusNotFound, "The specified bucket does not exist."}
+	NoSuchKey                         = Code{"NoSuchKey", http.StatusNotFound, "The specified key does not exist."}
+	NoSuchUpload                      = Code{"NoSuchUpload", http.StatusNotFound, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."}
+	NotImplemented                    = Code{"NotImplemented", http.StatusNotImplemented, "A header you provided implies functionality that is not implemented."}
+	PreconditionFailed                = Code{"PreconditionFailed", http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold."}
+	RequestTimeTooSkewed              = Code{"RequestTimeTooSkewed", http.StatusForbidden, "The difference between the request time and the server's time is too large."}
+	SignatureDoesNotMatch             = Code{"SignatureDoesNotMatch", http.StatusForbidden, "The request signature we calculated does not match the signature you provided. Check your key and signing method."}
+	SlowDown                          = Code{"SlowDown", http.StatusServiceUnavailable, "Please reduce your request rate."}
+	XAmzContentSHA256Mismatch         = Code{"XAmzContentSHA256Mismatch", http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."}
+	InvalidChecksum                   = Code{"BadDigest", http.StatusBadRequest, "The checksum you specified did not match what we received."}
+	MissingRequestBodyError           = Code{"MissingRequestBodyError", http.StatusBadRequest, "Request Body is empty."}
+	UnexpectedContent                 = Code{"UnexpectedContent", http.StatusBadRequest, "This request does not support content."}
+	NotModified                       = Code{"NotModified", http.StatusNotModified, "Not Modified"}
+	InvalidObjectState                = Code{"InvalidObjectState", http.StatusForbidden, "The operation is not valid for the current state of the object."}
+)
+
+// Error is one S3 error occurrence: a code plus the resource it concerns.
+// Its Err field keeps the underlying cause for logs; it is never sent to
+// the client.
+type Error struct {
+	Code     Code
+	Message  string // overrides Code.Message when set
+	Resource string
+	Bucket   string
+	Key      string
+	Err      error
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = e.Code.Message
+	}
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code.Name, msg, e.Err)
+	}
+	return e.Code.Name + ": " + msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// New returns an Error of the given code.
+func New(c Code) *Error { return &Error{Code: c} }
+
+// Newf returns an Error of the given code with a specific message.
+func Newf(c Code, format string, args ...any) *Error {
+	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an Error of the given code that keeps err as its cause.
+func Wrap(c Code, err error) *Error { return &Error{Code: c, Err: err} }
+
+// As extracts an *Error from err, or wraps err as InternalError.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: InternalError, Err: err}
+}
+
+type xmlError struct {
+	XMLName    xml.Name `xml:"Error"`
+	Code       string   `xml:"Code"`
+	Message    string   `xml:"Message"`
+	BucketName string   `xml:"BucketName,omitempty"`
+	Key        string   `xml:"Key,omitempty"`
+	Resource   string   `xml:"Resource,omitempty"`
+	RequestID  string   `xml:"RequestId"`
+	HostID     string   `xml:"HostId"`
+}
+
+// Write renders err as S3's XML error document. HEAD requests and 304
+// responses get the status without a body, as S3 does.
+func Write(w http.ResponseWriter, r *http.Request, err error, requestID string) {
+	e := As(err)
+	msg := e.Message
+	if msg == "" {
+		msg = e.Code.Message
+	}
+	h := w.Header()
+	h.Set("x-amz-request-id", requestID)
+	if r.Method == http.MethodHead || e.Code.Status == http.StatusNotModified {
+		w.WriteHeader(e.Code.Status)
+		return
+	}
+	body, _ := xml.Marshal(xmlError{
+		Code: e.Code.Name, Message: msg, BucketName: e.Bucket, Key: e.Key,
+		Resource: e.Resource, RequestID: requestID, HostID: requestID,
+	})
+	h.Set("Content-Type", "application/xml")
+	h.Set("Content-Length", fmt.Sprint(len(xml.Header)+len(body)))
+	w.WriteHeader(e.Code.Status)
+	_, _ = w.Write([]byte(xml.Header))
+	_, _ = w.Write(body)
+}
