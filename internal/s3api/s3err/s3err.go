@@ -58,6 +58,7 @@ var (
 	MissingRequestBodyError           = Code{"MissingRequestBodyError", http.StatusBadRequest, "Request Body is empty."}
 	UnexpectedContent                 = Code{"UnexpectedContent", http.StatusBadRequest, "This request does not support content."}
 	NotModified                       = Code{"NotModified", http.StatusNotModified, "Not Modified"}
+	InvalidURI                        = Code{"InvalidURI", http.StatusBadRequest, "Couldn't parse the specified URI."}
 	InvalidObjectState                = Code{"InvalidObjectState", http.StatusForbidden, "The operation is not valid for the current state of the object."}
 )
 

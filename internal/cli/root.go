@@ -1,0 +1,22 @@
+// Package cli owns Facet's command line: the cobra command tree and the
+// loading of configuration from flags, FACET_* environment variables and
+// an optional YAML file, in that order of precedence.
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/facet-sds/facet/internal/ctl"
+)
+
+// NewRoot returns the `facet` command with every subcommand.
+func NewRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "facet",
+		Short:         "Facet: software-defined storage for multi-tenant object and block storage",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServeCommand(), ctl.NewCommand())
+	return root
+}

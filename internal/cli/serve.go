@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facet-sds/facet/internal/server"
+)
+
+func newServeCommand() *cobra.Command {
+	var (
+		opts       server.Options
+		configPath string
+		logLevel   string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run Facet on one machine with the embedded metadata store and filesystem backend",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd.Flags(), configPath, os.Getenv); err != nil {
+				return err
+			}
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			opts.Out = cmd.OutOrStdout()
+			return server.Run(cmd.Context(), opts, logger)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configPath, "config", os.Getenv("FACET_CONFIG"), "optional YAML config file (keys are flag names)")
+	f.StringVar(&opts.DataDir, "data", "./data", "data directory")
+	f.StringVar(&opts.S3Addr, "s3-addr", "127.0.0.1:9000", "S3 API listen address")
+	f.StringVar(&opts.AdminAddr, "admin-addr", "127.0.0.1:9001", "admin API listen address")
+	f.StringVar(&opts.AdminToken, "admin-token", "", "admin bearer token (generated and printed once when unset)")
+	f.StringVar(&opts.Region, "region", "us-east-1", "region reported to S3 clients")
+	f.StringSliceVar(&opts.Domains, "domain", []string{"localhost"}, "base domains for virtual-host style requests (<bucket>.<domain>)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGTERM")
+	f.BoolVar(&opts.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks only: acknowledged writes may be lost on power failure)")
+	return cmd
+}

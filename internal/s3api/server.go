@@ -1,0 +1,264 @@
+// Package s3api owns Facet's S3 front end: an http.Handler that parses the
+// path itself (keys may hold "//" and ".."), authenticates every request
+// with SigV4, enforces tenant ownership of buckets, and maps each S3
+// operation onto the storage backend. Errors are *s3err.Error values,
+// rendered in one place.
+package s3api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/storage"
+)
+
+// RequestBody is an authenticated request body: it yields the decoded
+// payload and verifies it (payload hash, chunk signatures) as it is read,
+// returning an error instead of io.EOF when verification fails.
+type RequestBody interface {
+	io.Reader
+	// DecodedLength is the payload length the client declared, or -1.
+	DecodedLength() int64
+	// Trailer holds trailing headers (x-amz-checksum-*) once the body has
+	// been read to the end.
+	Trailer() http.Header
+}
+
+// Authenticator verifies a request's signature and names its tenant. Its
+// errors are *s3err.Error values.
+type Authenticator interface {
+	Authenticate(r *http.Request) (tenant, accessKey string, body RequestBody, err error)
+}
+
+// Config assembles a Server.
+type Config struct {
+	Backend storage.Backend
+	Buckets Buckets
+	Auth    Authenticator
+	Logger  *slog.Logger
+	// Domains are base domains for virtual-host style requests
+	// ("<bucket>.<domain>").
+	Domains []string
+	// Region is reported by GetBucketLocation.
+	Region string
+	// MaxObjectSize bounds a single PutObject (S3: 5 GiB).
+	MaxObjectSize int64
+}
+
+// Server is the S3 API. Each S3 operation is a method on it.
+type Server struct {
+	backend storage.Backend
+	buckets Buckets
+	auth    Authenticator
+	log     *slog.Logger
+	domains []string
+	region  string
+	maxPut  int64
+	now     func() time.Time
+}
+
+// New returns a Server.
+func New(cfg Config) *Server {
+	s := &Server{
+		backend: cfg.Backend, buckets: cfg.Buckets, auth: cfg.Auth, log: cfg.Logger,
+		domains: cfg.Domains, region: cfg.Region, maxPut: cfg.MaxObjectSize, now: time.Now,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.region == "" {
+		s.region = "us-east-1"
+	}
+	if s.maxPut <= 0 {
+		s.maxPut = 5 << 30
+	}
+	return s
+}
+
+// request carries what every operation handler needs.
+type request struct {
+	*http.Request
+	id        string
+	tenant    string
+	accessKey string
+	target    target
+	query     url.Values
+	body      RequestBody
+	op        operation
+}
+
+// statusWriter records the status and bytes written, for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ServeHTTP authenticates, routes and runs one S3 request.
+func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	w := &statusWriter{ResponseWriter: rw}
+	req := &request{Request: r, id: newRequestID()}
+	w.Header().Set("x-amz-request-id", req.id)
+	w.Header().Set("x-amz-id-2", req.id)
+	w.Header().Set("Server", "Facet")
+	err := s.serve(w, req)
+	if err != nil {
+		e := s3err.As(err)
+		if e.Bucket == "" && e.Code.Status != http.StatusNotModified {
+			e.Bucket, e.Key = req.target.bucket, req.target.key
+		}
+		if e.Resource == "" {
+			e.Resource = r.URL.EscapedPath()
+		}
+		if w.status == 0 {
+			s3err.Write(w, r, e, req.id)
+		}
+		lvl := slog.LevelInfo
+		if e.Code.Status >= 500 {
+			lvl = slog.LevelError
+		}
+		s.log.LogAttrs(r.Context(), lvl, "s3 error", slog.String("request_id", req.id),
+			slog.String("op", string(req.op)), slog.String("tenant", req.tenant),
+			slog.String("code", e.Code.Name), slog.Any("err", e.Err))
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelDebug, "s3 request", slog.String("request_id", req.id),
+		slog.String("op", string(req.op)), slog.String("method", r.Method),
+		slog.String("bucket", req.target.bucket), slog.String("tenant", req.tenant),
+		slog.Int("status", w.status), slog.Int64("bytes_out", w.bytes),
+		slog.Duration("duration", time.Since(start)))
+}
+
+func (s *Server) serve(w http.ResponseWriter, req *request) error {
+	t, err := parseTarget(req.Host, req.URL.EscapedPath(), s.domains)
+	if err != nil {
+		return s3err.Newf(s3err.InvalidURI, "Couldn't parse the specified URI.")
+	}
+	req.target = t
+	q, err := url.ParseQuery(req.URL.RawQuery)
+	if err != nil {
+		return s3err.Newf(s3err.InvalidArgument, "malformed query string")
+	}
+	req.query = q
+	req.op = resolveOperation(req.Request, t, q)
+
+	tenant, accessKey, body, err := s.auth.Authenticate(req.Request)
+	if err != nil {
+		return err
+	}
+	req.tenant, req.accessKey, req.body = tenant, accessKey, body
+
+	if req.op == opUnsupported {
+		return s3err.Newf(s3err.NotImplemented, "%s on this resource is not implemented by Facet", req.Method)
+	}
+	if t.hasKey {
+		if err := validateKey(t.key); err != nil {
+			return err
+		}
+	}
+	ctx := req.Context()
+	if t.bucket != "" && req.op != opCreateBucket {
+		if err := s.authorizeBucket(ctx, req.tenant, t.bucket); err != nil {
+			return err
+		}
+	}
+	switch req.op {
+	case opListBuckets:
+		return s.listBuckets(w, req)
+	case opCreateBucket:
+		return s.createBucket(w, req)
+	case opDeleteBucket:
+		return s.deleteBucket(w, req)
+	case opHeadBucket:
+		return s.headBucket(w, req)
+	case opGetBucketLocation:
+		return s.getBucketLocation(w, req)
+	case opGetBucketVersioning:
+		return s.getBucketVersioning(w, req)
+	case opGetBucketACL, opGetObjectACL:
+		return s.getACL(w, req)
+	case opListObjectsV1:
+		return s.listObjectsV1(w, req)
+	case opListObjectsV2:
+		return s.listObjectsV2(w, req)
+	case opListMultipartUploads:
+		return s.listMultipartUploads(w, req)
+	case opDeleteObjects:
+		return s.deleteObjects(w, req)
+	case opPutObject:
+		return s.putObject(w, req)
+	case opCopyObject:
+		return s.copyObject(w, req)
+	case opGetObject:
+		return s.getObject(w, req, true)
+	case opHeadObject:
+		return s.getObject(w, req, false)
+	case opDeleteObject:
+		return s.deleteObject(w, req)
+	case opCreateMultipartUpload:
+		return s.createMultipartUpload(w, req)
+	case opUploadPart:
+		return s.uploadPart(w, req)
+	case opUploadPartCopy:
+		return s.uploadPartCopy(w, req)
+	case opCompleteMultipartUpload:
+		return s.completeMultipartUpload(w, req)
+	case opAbortMultipartUpload:
+		return s.abortMultipartUpload(w, req)
+	case opListParts:
+		return s.listParts(w, req)
+	}
+	return s3err.New(s3err.NotImplemented)
+}
+
+// authorizeBucket checks that bucket exists and belongs to tenant. Another
+// tenant's bucket answers AccessDenied, as S3 does.
+func (s *Server) authorizeBucket(ctx context.Context, tenant, bucket string) error {
+	owner, _, err := s.buckets.BucketOwner(ctx, bucket)
+	if err != nil {
+		if errors.Is(err, ErrNoSuchBucket) {
+			return &s3err.Error{Code: s3err.NoSuchBucket, Bucket: bucket}
+		}
+		return s3err.Wrap(s3err.InternalError, err)
+	}
+	if owner != tenant {
+		return &s3err.Error{Code: s3err.AccessDenied, Bucket: bucket}
+	}
+	return nil
+}

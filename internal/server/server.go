@@ -1,0 +1,168 @@
+// Package server owns the wiring of `facet serve`: it opens the embedded
+// metadata store and filesystem backend under one data directory, starts
+// the S3 and admin listeners, and shuts them down gracefully so that no
+// in-flight write is left half-done.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/storage/fs"
+)
+
+// Options configure a single-node Facet.
+type Options struct {
+	DataDir         string
+	S3Addr          string
+	AdminAddr       string
+	AdminToken      string
+	Region          string
+	Domains         []string
+	ShutdownTimeout time.Duration
+	// NoSync disables fsync; only for benchmarks.
+	NoSync bool
+	// Out receives the one-time announcement of a generated admin token.
+	Out io.Writer
+}
+
+// Run serves until ctx is cancelled, then drains in-flight requests.
+func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	token, generated, err := adminToken(opts)
+	if err != nil {
+		return err
+	}
+	masterKey, err := masterKey(opts.DataDir)
+	if err != nil {
+		return err
+	}
+	store, err := meta.Open(ctx, filepath.Join(opts.DataDir, "meta.db"), masterKey, logger)
+	if err != nil {
+		return fmt.Errorf("open metadata store: %w", err)
+	}
+	defer store.Close()
+	backend, err := fs.Open(ctx, filepath.Join(opts.DataDir, "objects"), fs.Options{Logger: logger, NoSync: opts.NoSync})
+	if err != nil {
+		return fmt.Errorf("open object store: %w", err)
+	}
+	defer backend.Close()
+
+	s3 := s3api.New(s3api.Config{
+		Backend: backend, Buckets: store, Auth: newAuthenticator(store), Logger: logger,
+		Domains: opts.Domains, Region: opts.Region,
+	})
+	adminHandler := admin.New(admin.Config{Store: store, Token: token, Logger: logger})
+
+	s3ln, err := net.Listen("tcp", opts.S3Addr)
+	if err != nil {
+		return fmt.Errorf("listen s3: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", opts.AdminAddr)
+	if err != nil {
+		s3ln.Close()
+		return fmt.Errorf("listen admin: %w", err)
+	}
+	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
+	s3srv := &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}
+	adminSrv := &http.Server{Handler: adminHandler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+
+	errc := make(chan error, 2)
+	go func() { errc <- serve(s3srv, s3ln) }()
+	go func() { errc <- serve(adminSrv, adminLn) }()
+	if generated && opts.Out != nil {
+		fmt.Fprintf(opts.Out, "admin token (stored in %s, shown once): %s\n", filepath.Join(opts.DataDir, "admin.token"), token)
+	}
+	logger.Info("facet ready", "s3", s3ln.Addr().String(), "admin", adminLn.Addr().String(), "data", opts.DataDir)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	logger.Info("shutting down", "timeout", opts.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
+	defer cancel()
+	if err := s3srv.Shutdown(sctx); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("s3 shutdown: %w", err))
+	}
+	if err := adminSrv.Shutdown(sctx); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("admin shutdown: %w", err))
+	}
+	logger.Info("stopped")
+	return runErr
+}
+
+func serve(srv *http.Server, ln net.Listener) error {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// adminToken returns the configured token, or the one generated on an
+// earlier start, or a new one (generated reports that it must be shown).
+func adminToken(opts Options) (token string, generated bool, err error) {
+	if opts.AdminToken != "" {
+		return opts.AdminToken, false, nil
+	}
+	path := filepath.Join(opts.DataDir, "admin.token")
+	if data, err := os.ReadFile(path); err == nil {
+		if t := strings.TrimSpace(string(data)); t != "" {
+			return t, false, nil
+		}
+	}
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", false, err
+	}
+	token = hex.EncodeToString(b[:])
+	if err := writeFileSync(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", false, fmt.Errorf("store admin token: %w", err)
+	}
+	return token, true, nil
+}
+
+// masterKey reads FACET_MASTER_KEY or the data dir's key file.
+func masterKey(dataDir string) ([]byte, error) {
+	if v := os.Getenv("FACET_MASTER_KEY"); v != "" {
+		k, err := meta.DecodeMasterKey(v)
+		if err != nil {
+			return nil, fmt.Errorf("FACET_MASTER_KEY: %w", err)
+		}
+		return k, nil
+	}
+	return meta.LoadOrCreateMasterKey(filepath.Join(dataDir, "master.key"))
+}
+
+func writeFileSync(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
