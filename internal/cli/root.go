@@ -17,6 +17,6 @@ func NewRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), ctl.NewCommand())
+	root.AddCommand(newServeCommand(), newBenchCommand(), ctl.NewCommand())
 	return root
 }

@@ -38,6 +38,9 @@ type Options struct {
 	NoSync bool
 	// Out receives the one-time announcement of a generated admin token.
 	Out io.Writer
+	// Ready, when set, is called with the bound addresses once both
+	// listeners accept connections (tests and benchmarks bind port 0).
+	Ready func(s3Addr, adminAddr string)
 }
 
 // Run serves until ctx is cancelled, then drains in-flight requests.
@@ -88,6 +91,9 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	go func() { errc <- serve(adminSrv, adminLn) }()
 	if generated && opts.Out != nil {
 		fmt.Fprintf(opts.Out, "admin token (stored in %s, shown once): %s\n", filepath.Join(opts.DataDir, "admin.token"), token)
+	}
+	if opts.Ready != nil {
+		opts.Ready(s3ln.Addr().String(), adminLn.Addr().String())
 	}
 	logger.Info("facet ready", "s3", s3ln.Addr().String(), "admin", adminLn.Addr().String(), "data", opts.DataDir)
 

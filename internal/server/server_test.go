@@ -1,0 +1,124 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+)
+
+// startForTest runs a whole single-node Facet in-process on loopback ports
+// and returns an SDK client for a fresh tenant.
+func startForTest(t *testing.T) (*s3.Client, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{
+			DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: "tok",
+			ShutdownTimeout: 5 * time.Second, Domains: []string{"localhost"},
+			Ready: func(s3, admin string) { ready <- [2]string{s3, admin} },
+		}, slog.New(slog.DiscardHandler))
+	}()
+	var addrs [2]string
+	select {
+	case addrs = <-ready:
+	case err := <-done:
+		t.Fatalf("server did not start: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addrs[1]+"/api/v1/tenants", strings.NewReader(`{"name":"tenant1"}`))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var k struct{ AccessKey, SecretKey string }
+	var raw map[string]string
+	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create tenant: %d %v %v", resp.StatusCode, raw, err)
+	}
+	if false {
+		t.Fatal(err)
+	}
+	k.AccessKey, k.SecretKey = raw["access_key"], raw["secret_key"]
+	client := s3.New(s3.Options{
+		BaseEndpoint: aws.String("http://" + addrs[0]), Region: "us-east-1", UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(k.AccessKey, k.SecretKey, ""),
+	})
+	return client, addrs[0]
+}
+
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func TestServeRoundTrip(t *testing.T) {
+	client, _ := startForTest(t)
+	ctx := context.Background()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("bucket1")}); err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("facet"), 1000)
+	for _, key := range []string{"plain", "a//b", "../x", "dir/€ sp+ace%"} {
+		if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bucket1"), Key: aws.String(key), Body: bytes.NewReader(body),
+			Metadata: map[string]string{"color": "blue"}, ContentType: aws.String("text/plain")}); err != nil {
+			t.Fatalf("put %q: %v", key, err)
+		}
+		out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bucket1"), Key: aws.String(key)})
+		if err != nil {
+			t.Fatalf("get %q: %v", key, err)
+		}
+		got, _ := io.ReadAll(out.Body)
+		out.Body.Close()
+		if !bytes.Equal(got, body) || out.Metadata["color"] != "blue" || aws.ToString(out.ContentType) != "text/plain" {
+			t.Fatalf("get %q: %d bytes, meta %v, ct %v", key, len(got), out.Metadata, aws.ToString(out.ContentType))
+		}
+	}
+	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bucket1"), Key: aws.String("plain"), Range: aws.String("bytes=-7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	if string(got) != "tfacet"[0:0]+string(body[len(body)-7:]) || aws.ToString(out.ContentRange) != "bytes 4993-4999/5000" {
+		t.Fatalf("range: %q %s", got, aws.ToString(out.ContentRange))
+	}
+	list, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("bucket1"), Delimiter: aws.String("/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Contents) != 1 || len(list.CommonPrefixes) != 3 {
+		t.Fatalf("list: %d objects, %d prefixes", len(list.Contents), len(list.CommonPrefixes))
+	}
+	_, err = client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bucket1"), Key: aws.String("missing")})
+	if apiCode(err) != "NoSuchKey" {
+		t.Fatalf("missing: %v", err)
+	}
+	_, err = client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("bucket1")})
+	if apiCode(err) != "BucketNotEmpty" {
+		t.Fatalf("delete non-empty: %v", err)
+	}
+}
