@@ -1,0 +1,323 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/facet-sds/facet/internal/storage"
+	bolt "go.etcd.io/bbolt"
+)
+
+// CreateBucket creates an empty bucket or fails with storage.ErrBucketExists.
+func (s *Store) CreateBucket(ctx context.Context, bucket string) error {
+	if bucket == "" {
+		return errors.New("fs: empty bucket name")
+	}
+	rec := bucketRecord{Created: time.Now().UnixNano()}
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		root := tx.Bucket(rootBucket)
+		if root.Bucket([]byte(bucket)) != nil {
+			return fmt.Errorf("fs: bucket %q: %w", bucket, storage.ErrBucketExists)
+		}
+		b, err := root.CreateBucket([]byte(bucket))
+		if err != nil {
+			return fmt.Errorf("fs: create bucket %q: %w", bucket, err)
+		}
+		for _, name := range [][]byte{objBucket, uplBucket, prtBucket} {
+			if _, err := b.CreateBucket(name); err != nil {
+				return fmt.Errorf("fs: create bucket %q: %w", bucket, err)
+			}
+		}
+		return put(b, infoKey, &rec)
+	})
+}
+
+// DeleteBucket removes an empty bucket.
+func (s *Store) DeleteBucket(ctx context.Context, bucket string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b, err := bucketOf(tx, bucket)
+		if err != nil {
+			return err
+		}
+		for _, name := range [][]byte{objBucket, uplBucket} {
+			sb, err := sub(b, name)
+			if err != nil {
+				return err
+			}
+			if k, _ := sb.Cursor().First(); k != nil {
+				return fmt.Errorf("fs: bucket %q: %w", bucket, storage.ErrBucketNotEmpty)
+			}
+		}
+		return tx.Bucket(rootBucket).DeleteBucket([]byte(bucket))
+	})
+}
+
+// BucketExists reports whether bucket exists.
+func (s *Store) BucketExists(ctx context.Context, bucket string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		_, err := bucketOf(tx, bucket)
+		return err
+	})
+	if errors.Is(err, storage.ErrBucketNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// checkBucket fails early, before a body is consumed, when bucket is
+// missing. The commit checks again since the bucket may go meanwhile.
+func (s *Store) checkBucket(ctx context.Context, bucket string) error {
+	ok, err := s.BucketExists(ctx, bucket)
+	if err == nil && !ok {
+		err = fmt.Errorf("fs: bucket %q: %w", bucket, storage.ErrBucketNotFound)
+	}
+	return err
+}
+
+// PutObject streams in.Body into a new data file and makes it the object.
+func (s *Store) PutObject(ctx context.Context, bucket, key string, in storage.PutInput) (storage.ObjectInfo, error) {
+	if err := checkKey(key); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	if err := s.checkBucket(ctx, bucket); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	meta := in.Meta
+	id, n, err := s.writeFile(ctx,
+		func(w io.Writer) (int64, error) { return s.copyBody(ctx, w, in.Body) },
+		sealer(in.Seal, &meta))
+	if err != nil {
+		return storage.ObjectInfo{}, fmt.Errorf("fs: put %q/%q: %w", bucket, key, err)
+	}
+	rec := objRecord{File: id, Stored: n, Modified: time.Now().UnixNano(), Meta: meta}
+	old, err := s.commitObject(ctx, bucket, key, &rec, nil)
+	if err != nil {
+		s.removeData(id)
+		return storage.ObjectInfo{}, err
+	}
+	s.removeData(old)
+	return rec.info(bucket, key), nil
+}
+
+// commitObject indexes rec as bucket/key and returns the data file it
+// replaced. check, when set, runs first in the same transaction and may
+// refuse the commit.
+func (s *Store) commitObject(ctx context.Context, bucket, key string, rec *objRecord, check func(tx *bolt.Tx, b *bolt.Bucket) error) (old string, err error) {
+	err = s.update(ctx, func(tx *bolt.Tx) error {
+		old = ""
+		b, err := bucketOf(tx, bucket)
+		if err != nil {
+			return err
+		}
+		objs, err := sub(b, objBucket)
+		if err != nil {
+			return err
+		}
+		if check != nil {
+			if err := check(tx, b); err != nil {
+				return err
+			}
+		}
+		old = s.prevFile(objs, bucket, key)
+		return put(objs, []byte(key), rec)
+	})
+	if err != nil {
+		old = ""
+	}
+	return old, err
+}
+
+// prevFile returns the data file of an existing entry, or "" when there is
+// none. An undecodable entry is logged and replaced regardless: its file,
+// if any, is unreferenced afterwards and goes at the next Open.
+func (s *Store) prevFile(objs *bolt.Bucket, bucket, key string) string {
+	rec, ok, err := getObj(objs, key)
+	if err != nil {
+		s.log.Error("fs: replacing undecodable index entry", "bucket", bucket, "key", key, "err", err)
+		return ""
+	}
+	if !ok {
+		return ""
+	}
+	return rec.File
+}
+
+func sealer(seal func(*storage.ObjectMeta) error, meta *storage.ObjectMeta) func() error {
+	if seal == nil {
+		return nil
+	}
+	return func() error {
+		if err := seal(meta); err != nil {
+			return fmt.Errorf("fs: write refused: %w", err)
+		}
+		return nil
+	}
+}
+
+// lookup returns the index record of bucket/key.
+func (s *Store) lookup(bucket, key string) (objRecord, error) {
+	var rec objRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, err := bucketOf(tx, bucket)
+		if err != nil {
+			return err
+		}
+		objs, err := sub(b, objBucket)
+		if err != nil {
+			return err
+		}
+		r, ok, err := getObj(objs, key)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("fs: %q/%q: %w", bucket, key, storage.ErrObjectNotFound)
+		}
+		rec = r
+		return nil
+	})
+	return rec, err
+}
+
+// maxOpenRetries bounds the lookups GetObject repeats when the file it
+// found was replaced before it could open it; each retry sees a newer
+// index, so more than a few means continuous overwrites of one key.
+const maxOpenRetries = 16
+
+// GetObject opens the object's data file. The reader keeps returning the
+// bytes of the version it opened, whatever happens to the key afterwards.
+func (s *Store) GetObject(ctx context.Context, bucket, key string, rng *storage.Range) (io.ReadCloser, storage.ObjectInfo, error) {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, storage.ObjectInfo{}, err
+		}
+		rec, err := s.lookup(bucket, key)
+		if err != nil {
+			return nil, storage.ObjectInfo{}, err
+		}
+		start, length, err := clampRange(rng, rec.Stored)
+		if err != nil {
+			return nil, storage.ObjectInfo{}, fmt.Errorf("fs: %q/%q: %w", bucket, key, err)
+		}
+		f, err := s.openData(rec.File)
+		if errors.Is(err, os.ErrNotExist) && attempt < maxOpenRetries {
+			// Overwritten or deleted between lookup and open: the
+			// index has moved on, look again.
+			continue
+		}
+		if err != nil {
+			return nil, storage.ObjectInfo{}, fmt.Errorf("fs: open data of %q/%q: %w", bucket, key, err)
+		}
+		info := rec.info(bucket, key)
+		if start == 0 && length == rec.Stored {
+			// The bare *os.File lets net/http use sendfile.
+			return f, info, nil
+		}
+		if _, err := f.Seek(start, io.SeekStart); err != nil {
+			_ = f.Close()
+			return nil, storage.ObjectInfo{}, fmt.Errorf("fs: seek data of %q/%q: %w", bucket, key, err)
+		}
+		return &rangeReader{r: io.LimitedReader{R: f, N: length}, f: f}, info, nil
+	}
+}
+
+// clampRange turns an optional range into start and length within size.
+func clampRange(rng *storage.Range, size int64) (start, length int64, err error) {
+	if rng == nil || size == 0 {
+		return 0, size, nil
+	}
+	if rng.Start < 0 || rng.Length < 0 || rng.Start >= size {
+		return 0, 0, fmt.Errorf("range %d+%d of %d bytes: %w", rng.Start, rng.Length, size, storage.ErrInvalidRange)
+	}
+	return rng.Start, min(rng.Length, size-rng.Start), nil
+}
+
+type rangeReader struct {
+	r io.LimitedReader
+	f *os.File
+}
+
+func (r *rangeReader) Read(p []byte) (int, error) { return r.r.Read(p) }
+
+// WriteTo hands the *io.LimitedReader over an *os.File to the destination,
+// which is the shape net/http needs to use sendfile for a range.
+func (r *rangeReader) WriteTo(w io.Writer) (int64, error) { return io.Copy(w, &r.r) }
+
+func (r *rangeReader) Close() error { return r.f.Close() }
+
+// HeadObject returns the object's info.
+func (s *Store) HeadObject(ctx context.Context, bucket, key string) (storage.ObjectInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	rec, err := s.lookup(bucket, key)
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	return rec.info(bucket, key), nil
+}
+
+// DeleteObject removes the object; a missing key is not an error.
+func (s *Store) DeleteObject(ctx context.Context, bucket, key string) error {
+	var old string
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		old = ""
+		b, err := bucketOf(tx, bucket)
+		if err != nil {
+			return err
+		}
+		objs, err := sub(b, objBucket)
+		if err != nil {
+			return err
+		}
+		if objs.Get([]byte(key)) == nil {
+			return nil
+		}
+		old = s.prevFile(objs, bucket, key)
+		return objs.Delete([]byte(key))
+	})
+	if err != nil {
+		return err
+	}
+	s.removeData(old)
+	return nil
+}
+
+// UpdateMeta replaces the object's metadata and last-modified time; the
+// data file stays as it is.
+func (s *Store) UpdateMeta(ctx context.Context, bucket, key string, meta storage.ObjectMeta) (storage.ObjectInfo, error) {
+	var rec objRecord
+	now := time.Now().UnixNano()
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b, err := bucketOf(tx, bucket)
+		if err != nil {
+			return err
+		}
+		objs, err := sub(b, objBucket)
+		if err != nil {
+			return err
+		}
+		r, ok, err := getObj(objs, key)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("fs: %q/%q: %w", bucket, key, storage.ErrObjectNotFound)
+		}
+		r.Meta = meta
+		r.Modified = now
+		rec = r
+		return put(objs, []byte(key), &rec)
+	})
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	return rec.info(bucket, key), nil
+}
