@@ -3,7 +3,6 @@ package meta
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"strings"
 
@@ -11,13 +10,14 @@ import (
 )
 
 // Access key ids look like AWS ones: 20 upper-case alphanumerics, here "FK"
-// and 18 base32 characters (90 random bits). Secrets are 40 characters of
-// URL-safe base64 (240 random bits), which survive shells, URLs and config
-// files unquoted.
+// and 18 base32 characters (90 random bits). Secrets are 40 alphanumerics
+// (238 random bits): AWS's length, but without '+', '/' or a leading '-', so
+// they survive shells, URLs, config files and flag parsers unquoted.
 const (
 	accessKeyPrefix = "FK"
 	accessKeyLen    = 20
-	secretBytes     = 30
+	secretLen       = 40
+	secretAlphabet  = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 )
 
 func newAccessKeyID() string {
@@ -25,11 +25,22 @@ func newAccessKeyID() string {
 }
 
 func newSecret() (string, error) {
-	b := make([]byte, secretBytes)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("generate secret: %w", err)
+	// Rejection sampling keeps every character uniform: bytes at or above
+	// the largest multiple of the alphabet size are drawn again.
+	const limit = 256 - 256%len(secretAlphabet)
+	out := make([]byte, 0, secretLen)
+	buf := make([]byte, 64)
+	for len(out) < secretLen {
+		if _, err := rand.Read(buf); err != nil {
+			return "", fmt.Errorf("generate secret: %w", err)
+		}
+		for _, b := range buf {
+			if int(b) < limit && len(out) < secretLen {
+				out = append(out, secretAlphabet[int(b)%len(secretAlphabet)])
+			}
+		}
 	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+	return string(out), nil
 }
 
 // CreateKey creates a new access key for an existing tenant. The returned

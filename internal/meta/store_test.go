@@ -110,7 +110,7 @@ func TestTenantNames(t *testing.T) {
 
 var (
 	accessKeyRE = regexp.MustCompile(`^FK[A-Z0-9]{18}$`)
-	secretRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{40}$`)
+	secretRE    = regexp.MustCompile(`^[A-Za-z0-9]{40}$`)
 )
 
 func TestKeysCreateLookupRevoke(t *testing.T) {
