@@ -232,17 +232,17 @@ func TestRevokeRacesLookup(t *testing.T) {
 	}
 }
 
-func TestSecretsNotInPlainTextAndSurviveReopen(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "meta.db")
-	mk := testKey(t)
-	s, err := Open(ctx, path, mk, nil)
+// populate creates a closed store at path holding n tenants with one key
+// each, and returns the keys.
+func populate(t *testing.T, path string, mk []byte, n int) []NewKey {
+	t.Helper()
+	s, err := Open(t.Context(), path, mk, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var keys []NewKey
-	for i := range 5 {
-		_, k, err := s.CreateTenantWithKey(ctx, fmt.Sprintf("tenant-%d", i))
+	for i := range n {
+		_, k, err := s.CreateTenantWithKey(t.Context(), fmt.Sprintf("tenant-%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,6 +251,14 @@ func TestSecretsNotInPlainTextAndSurviveReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return keys
+}
+
+func TestSecretsNotInPlainTextAndSurviveReopen(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "meta.db")
+	mk := testKey(t)
+	keys := populate(t, path, mk, 5)
 
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -282,17 +290,7 @@ func TestWrongMasterKey(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "meta.db")
 	mk := testKey(t)
-	s, err := Open(ctx, path, mk, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, k, err := s.CreateTenantWithKey(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	k := populate(t, path, mk, 1)[0]
 
 	if _, err := Open(ctx, path, testKey(t), nil); !errors.Is(err, ErrWrongMasterKey) {
 		t.Fatalf("Open with another key: %v, want ErrWrongMasterKey", err)
@@ -305,7 +303,7 @@ func TestWrongMasterKey(t *testing.T) {
 	// another key, nor under another access key id.
 	s2 := openTest(t, path, mk)
 	var rec keyRecord
-	err = s2.kv.view(ctx, func(tx kvTx) error {
+	err := s2.kv.view(ctx, func(tx kvTx) error {
 		_, err := getRecord(tx, tblKeys, k.AccessKey, &rec)
 		return err
 	})
