@@ -270,7 +270,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"duplicate", "POST", "/api/v1/tenants", `{"name":"acme"}`, 409, "TenantExists"},
 		{"bad name", "POST", "/api/v1/tenants", `{"name":"Bad Name"}`, 400, "InvalidTenantName"},
-		{"short name", "POST", "/api/v1/tenants", `{"name":"ab"}`, 400, "InvalidTenantName"},
+		{"empty name", "POST", "/api/v1/tenants", `{"name":""}`, 400, "InvalidTenantName"},
 		{"missing name", "POST", "/api/v1/tenants", `{}`, 400, "InvalidTenantName"},
 		{"no body", "POST", "/api/v1/tenants", ``, 400, "MalformedJSON"},
 		{"not json", "POST", "/api/v1/tenants", `name=acme`, 400, "MalformedJSON"},

@@ -89,7 +89,7 @@ func TestTenantLifecycle(t *testing.T) {
 func TestTenantNames(t *testing.T) {
 	s := newStore(t)
 	for name, ok := range map[string]bool{
-		"abc": true, "a-b": true, "0ab": true, "a.b_c-d": true, "ab": false, "": false,
+		"abc": true, "a-b": true, "0ab": true, "a.b_c-d": true, "ab": true, "t1": true, "": false, "-a": false,
 		"Abc": false, "-ab": false, "_ab": false, ".ab": false, "a b": false, "ab/c": false,
 		"ab\x00c": false, "abé": false, string(make([]byte, 64)): false,
 		"a23456789012345678901234567890123456789012345678901234567890123":  true,  // 63

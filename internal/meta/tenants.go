@@ -5,11 +5,11 @@ import (
 	"fmt"
 )
 
-// ValidTenantName reports whether name is a legal tenant name: 3 to 63
-// characters, a lower-case letter or digit first, then lower-case letters,
+// ValidTenantName reports whether name is a legal tenant name: 1 to 63
+// characters (policies name tenants tersely, as in "FOR TENANT t1"), a lower-case letter or digit first, then lower-case letters,
 // digits, '-', '_' or '.'.
 func ValidTenantName(name string) bool {
-	if len(name) < 3 || len(name) > 63 {
+	if len(name) < 1 || len(name) > 63 {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
@@ -26,7 +26,7 @@ func ValidTenantName(name string) bool {
 
 func checkTenantName(name string) error {
 	if !ValidTenantName(name) {
-		return fmt.Errorf("%w %q: want 3-63 characters [a-z0-9][a-z0-9-_.]*", ErrInvalidTenantName, name)
+		return fmt.Errorf("%w %q: want 1-63 characters [a-z0-9][a-z0-9-_.]*", ErrInvalidTenantName, name)
 	}
 	return nil
 }
