@@ -118,6 +118,24 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// ReadFrom keeps net/http's sendfile path reachable through the wrapper:
+// a whole-object GET from the filesystem backend then never copies the
+// bytes through user space.
+func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	var n int64
+	var err error
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
+	}
+	w.bytes += n
+	return n, err
+}
+
 func (w *statusWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
