@@ -14,7 +14,7 @@ func BenchmarkPutGet4KiB(b *testing.B)  { benchPutGet(b, 4<<10) }
 func BenchmarkPutGet64MiB(b *testing.B) { benchPutGet(b, 64<<20) }
 
 // benchPutGet measures durable PUTs (every fsync on) and full GETs, serial
-// and from parallel goroutines (which share index commits).
+// and from 16 goroutines per CPU (which share index commits).
 func benchPutGet(b *testing.B, size int) {
 	body := bytes.Repeat([]byte{0x5a}, size)
 	for _, parallel := range []bool{false, true} {
@@ -58,6 +58,8 @@ func run(b *testing.B, parallel bool, op func(i int)) {
 		}
 		return
 	}
+	// Like many clients of one gateway; enough writers to share commits.
+	b.SetParallelism(16)
 	b.RunParallel(func(pb *testing.PB) {
 		for i := 0; pb.Next(); i++ {
 			op(i)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 )
 
 const (
@@ -39,11 +38,6 @@ func validID(id string) bool {
 		}
 	}
 	return true
-}
-
-func shardOf(id string) int {
-	n, _ := strconv.ParseUint(id[:2], 16, 8)
-	return int(n)
 }
 
 func (s *Store) dataPath(id string) string {
@@ -92,9 +86,9 @@ func (s *Store) writeFile(ctx context.Context, fill func(w io.Writer) (int64, er
 		return "", 0, fmt.Errorf("fs: rename data file: %w", err)
 	}
 	if !s.noSync {
-		if err = s.shardDirs[shardOf(id)].Sync(); err != nil {
+		if err = s.syncDir(filepath.Dir(final)); err != nil {
 			_ = os.Remove(final)
-			return "", 0, fmt.Errorf("fs: sync data dir: %w", err)
+			return "", 0, err
 		}
 	}
 	return id, n, nil

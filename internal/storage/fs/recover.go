@@ -57,7 +57,7 @@ func (s *Store) recover(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		dir := filepath.Join(s.dataDir, fmt.Sprintf("%02x", i))
+		dir := s.shardDir(i)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return fmt.Errorf("fs: scan data dir: %w", err)

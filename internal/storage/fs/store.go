@@ -53,7 +53,10 @@ type Options struct {
 }
 
 const (
-	copyBufSize = 1 << 20
+	// copyBufSize is per write in flight: 1000 concurrent uploads hold
+	// 125 MiB of buffers at this size, and larger writes gain little once
+	// the page cache absorbs them.
+	copyBufSize = 128 << 10
 	// maxBatch bounds how many queued writes share one index commit.
 	maxBatch = 256
 	shards   = 256
@@ -66,10 +69,6 @@ type Store struct {
 	db      *bolt.DB
 	log     *slog.Logger
 	noSync  bool
-
-	// shardDirs are kept open so that making a rename durable costs one
-	// fsync, not an open, an fsync and a close.
-	shardDirs [shards]*os.File
 
 	bufs sync.Pool
 
@@ -107,7 +106,6 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return &b
 	}
 	if err := s.makeDirs(); err != nil {
-		s.closeShards()
 		return nil, err
 	}
 	timeout := opts.LockTimeout
@@ -121,7 +119,6 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		FreelistType:   bolt.FreelistMapType,
 	})
 	if err != nil {
-		s.closeShards()
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, fmt.Errorf("fs: index %s is in use by another process: %w", filepath.Join(abs, "index.db"), err)
 		}
@@ -132,12 +129,22 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		_, err := tx.CreateBucketIfNotExists(rootBucket)
 		return err
 	}); err != nil {
-		s.closeShards()
 		_ = db.Close()
 		return nil, fmt.Errorf("fs: init index: %w", err)
 	}
+	// The shard directories and the index file must themselves survive a
+	// crash before anything is written into them.
+	for _, p := range []string{s.dataDir, s.dir} {
+		if err := s.syncDir(p); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
+	// The parent matters only the first time, and may not be ours to open.
+	if err := s.syncDir(filepath.Dir(s.dir)); err != nil {
+		s.log.Warn("fs: could not sync the data dir's parent", "err", err)
+	}
 	if err := s.recover(ctx); err != nil {
-		s.closeShards()
 		_ = db.Close()
 		return nil, err
 	}
@@ -145,30 +152,21 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// makeDirs creates the directory tree and opens the shard directories.
+// makeDirs creates the directory tree.
 func (s *Store) makeDirs() error {
 	if err := os.MkdirAll(s.dataDir, 0o750); err != nil {
 		return fmt.Errorf("fs: create data dir: %w", err)
 	}
 	for i := range shards {
-		p := filepath.Join(s.dataDir, fmt.Sprintf("%02x", i))
-		if err := os.Mkdir(p, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := os.Mkdir(s.shardDir(i), 0o750); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("fs: create shard dir: %w", err)
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return fmt.Errorf("fs: open shard dir: %w", err)
-		}
-		s.shardDirs[i] = f
-	}
-	// Newly created shard directories must survive a crash before any
-	// data file is renamed into them.
-	for _, p := range []string{s.dataDir, s.dir} {
-		if err := s.syncDir(p); err != nil {
-			return err
 		}
 	}
 	return nil
+}
+
+func (s *Store) shardDir(i int) string {
+	return filepath.Join(s.dataDir, fmt.Sprintf("%02x", i))
 }
 
 func (s *Store) syncDir(p string) error {
@@ -186,22 +184,12 @@ func (s *Store) syncDir(p string) error {
 	return nil
 }
 
-func (s *Store) closeShards() {
-	for i, f := range s.shardDirs {
-		if f != nil {
-			_ = f.Close()
-			s.shardDirs[i] = nil
-		}
-	}
-}
-
 // Close stops accepting writes, waits for the committer and closes the
 // index. Readers already returned by GetObject stay valid.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.quit)
 		<-s.done
-		s.closeShards()
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("fs: close index: %w", err)
 		}
