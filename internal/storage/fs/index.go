@@ -137,6 +137,29 @@ func bucketOf(tx *bolt.Tx, bucket string) (*bolt.Bucket, error) {
 	return nil, fmt.Errorf("fs: bucket %q: %w", bucket, storage.ErrBucketNotFound)
 }
 
+// subOf returns one of a storage bucket's sub-buckets.
+func subOf(tx *bolt.Tx, bucket string, name []byte) (*bolt.Bucket, error) {
+	b, err := bucketOf(tx, bucket)
+	if err != nil {
+		return nil, err
+	}
+	return sub(b, name)
+}
+
+// objectIn returns the objects sub-bucket and the record of bucket/key, or
+// storage.ErrObjectNotFound.
+func objectIn(tx *bolt.Tx, bucket, key string) (*bolt.Bucket, objRecord, error) {
+	objs, err := subOf(tx, bucket, objBucket)
+	if err != nil {
+		return nil, objRecord{}, err
+	}
+	rec, ok, err := getObj(objs, key)
+	if err == nil && !ok {
+		err = fmt.Errorf("fs: %q/%q: %w", bucket, key, storage.ErrObjectNotFound)
+	}
+	return objs, rec, err
+}
+
 // sub returns one of a bucket's fixed sub-buckets; CreateBucket made them.
 func sub(b *bolt.Bucket, name []byte) (*bolt.Bucket, error) {
 	s := b.Bucket(name)

@@ -136,11 +136,7 @@ func (s *Store) listObjects(ctx context.Context, bucket string, opts storage.Lis
 		w.markerPrefix = w.start
 	}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		b, err := bucketOf(tx, bucket)
-		if err != nil {
-			return err
-		}
-		objs, err := sub(b, objBucket)
+		objs, err := subOf(tx, bucket, objBucket)
 		if err != nil {
 			return err
 		}
@@ -201,11 +197,7 @@ func (s *Store) ListUploads(ctx context.Context, bucket string, opts storage.Lis
 		w.markerPrefix = []byte(opts.KeyMarker)
 	}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		b, err := bucketOf(tx, bucket)
-		if err != nil {
-			return err
-		}
-		upl, err := sub(b, uplBucket)
+		upl, err := subOf(tx, bucket, uplBucket)
 		if err != nil {
 			return err
 		}

@@ -173,11 +173,7 @@ func insertIndexEntries(t testing.TB, s *Store, bucket string, keys func(i int) 
 	const batch = 10000
 	for start := 0; start < n; start += batch {
 		err := s.db.Update(func(tx *bolt.Tx) error {
-			b, err := bucketOf(tx, bucket)
-			if err != nil {
-				return err
-			}
-			objs, err := sub(b, objBucket)
+			objs, err := subOf(tx, bucket, objBucket)
 			if err != nil {
 				return err
 			}

@@ -51,6 +51,15 @@ func uploadIn(tx *bolt.Tx, bucket, key, id string) (*bolt.Bucket, uploadRecord, 
 	return b, rec, decode(v, &rec)
 }
 
+// partsIn returns the parts sub-bucket after checking the upload exists.
+func partsIn(tx *bolt.Tx, bucket, key, id string) (*bolt.Bucket, error) {
+	b, _, err := uploadIn(tx, bucket, key, id)
+	if err != nil {
+		return nil, err
+	}
+	return sub(b, prtBucket)
+}
+
 // CreateUpload starts a multipart upload.
 func (s *Store) CreateUpload(ctx context.Context, bucket, key string, meta storage.ObjectMeta) (storage.Upload, error) {
 	if err := checkKey(key); err != nil {
@@ -60,11 +69,7 @@ func (s *Store) CreateUpload(ctx context.Context, bucket, key string, meta stora
 	id := newUploadID(now)
 	rec := uploadRecord{Initiated: now.UnixNano(), Meta: meta}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, err := bucketOf(tx, bucket)
-		if err != nil {
-			return err
-		}
-		upl, err := sub(b, uplBucket)
+		upl, err := subOf(tx, bucket, uplBucket)
 		if err != nil {
 			return err
 		}
@@ -102,10 +107,7 @@ func (s *Store) PutPart(ctx context.Context, bucket, key, uploadID string, numbe
 	if _, err := s.GetUpload(ctx, bucket, key, uploadID); err != nil {
 		return storage.Part{}, err
 	}
-	meta := in.Meta
-	id, n, err := s.writeFile(ctx,
-		func(w io.Writer) (int64, error) { return s.copyBody(ctx, w, in.Body) },
-		sealer(in.Seal, &meta))
+	meta, id, n, err := s.writeInput(ctx, in)
 	if err != nil {
 		return storage.Part{}, fmt.Errorf("fs: put part %d of %q/%q: %w", number, bucket, key, err)
 	}
@@ -116,11 +118,7 @@ func (s *Store) PutPart(ctx context.Context, bucket, key, uploadID string, numbe
 	var old string
 	err = s.update(ctx, func(tx *bolt.Tx) error {
 		old = ""
-		b, _, err := uploadIn(tx, bucket, key, uploadID)
-		if err != nil {
-			return err
-		}
-		prt, err := sub(b, prtBucket)
+		prt, err := partsIn(tx, bucket, key, uploadID)
 		if err != nil {
 			return err
 		}
@@ -173,11 +171,7 @@ func (s *Store) ListParts(ctx context.Context, bucket, key, uploadID string, mar
 	var parts []storage.Part
 	truncated := false
 	err := s.db.View(func(tx *bolt.Tx) error {
-		b, _, err := uploadIn(tx, bucket, key, uploadID)
-		if err != nil {
-			return err
-		}
-		prt, err := sub(b, prtBucket)
+		prt, err := partsIn(tx, bucket, key, uploadID)
 		if err != nil {
 			return err
 		}
@@ -217,11 +211,7 @@ func (s *Store) CompleteUpload(ctx context.Context, bucket, key, uploadID string
 	files := make([]string, len(parts))
 	sizes := make([]int64, len(parts))
 	err := s.db.View(func(tx *bolt.Tx) error {
-		b, _, err := uploadIn(tx, bucket, key, uploadID)
-		if err != nil {
-			return err
-		}
-		prt, err := sub(b, prtBucket)
+		prt, err := partsIn(tx, bucket, key, uploadID)
 		if err != nil {
 			return err
 		}

@@ -89,10 +89,7 @@ func (s *Store) PutObject(ctx context.Context, bucket, key string, in storage.Pu
 	if err := s.checkBucket(ctx, bucket); err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	meta := in.Meta
-	id, n, err := s.writeFile(ctx,
-		func(w io.Writer) (int64, error) { return s.copyBody(ctx, w, in.Body) },
-		sealer(in.Seal, &meta))
+	meta, id, n, err := s.writeInput(ctx, in)
 	if err != nil {
 		return storage.ObjectInfo{}, fmt.Errorf("fs: put %q/%q: %w", bucket, key, err)
 	}
@@ -149,39 +146,32 @@ func (s *Store) prevFile(objs *bolt.Bucket, bucket, key string) string {
 	return rec.File
 }
 
-func sealer(seal func(*storage.ObjectMeta) error, meta *storage.ObjectMeta) func() error {
-	if seal == nil {
-		return nil
-	}
-	return func() error {
-		if err := seal(meta); err != nil {
-			return fmt.Errorf("fs: write refused: %w", err)
+// writeInput stores in.Body in a new data file and returns the metadata as
+// in.Seal completed it.
+func (s *Store) writeInput(ctx context.Context, in storage.PutInput) (meta storage.ObjectMeta, id string, n int64, err error) {
+	meta = in.Meta
+	var seal func() error
+	if in.Seal != nil {
+		seal = func() error {
+			if err := in.Seal(&meta); err != nil {
+				return fmt.Errorf("fs: write refused: %w", err)
+			}
+			return nil
 		}
-		return nil
 	}
+	id, n, err = s.writeFile(ctx,
+		func(w io.Writer) (int64, error) { return s.copyBody(ctx, w, in.Body) },
+		seal)
+	return meta, id, n, err
 }
 
 // lookup returns the index record of bucket/key.
 func (s *Store) lookup(bucket, key string) (objRecord, error) {
 	var rec objRecord
 	err := s.db.View(func(tx *bolt.Tx) error {
-		b, err := bucketOf(tx, bucket)
-		if err != nil {
-			return err
-		}
-		objs, err := sub(b, objBucket)
-		if err != nil {
-			return err
-		}
-		r, ok, err := getObj(objs, key)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("fs: %q/%q: %w", bucket, key, storage.ErrObjectNotFound)
-		}
-		rec = r
-		return nil
+		var err error
+		_, rec, err = objectIn(tx, bucket, key)
+		return err
 	})
 	return rec, err
 }
@@ -269,11 +259,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string) error {
 	var old string
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		old = ""
-		b, err := bucketOf(tx, bucket)
-		if err != nil {
-			return err
-		}
-		objs, err := sub(b, objBucket)
+		objs, err := subOf(tx, bucket, objBucket)
 		if err != nil {
 			return err
 		}
@@ -296,20 +282,9 @@ func (s *Store) UpdateMeta(ctx context.Context, bucket, key string, meta storage
 	var rec objRecord
 	now := time.Now().UnixNano()
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, err := bucketOf(tx, bucket)
+		objs, r, err := objectIn(tx, bucket, key)
 		if err != nil {
 			return err
-		}
-		objs, err := sub(b, objBucket)
-		if err != nil {
-			return err
-		}
-		r, ok, err := getObj(objs, key)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("fs: %q/%q: %w", bucket, key, storage.ErrObjectNotFound)
 		}
 		r.Meta = meta
 		r.Modified = now
