@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,6 +180,12 @@ func (v *Verifier) parseHeaderAuth(r *http.Request, authz string) (*parsedReques
 		t, err = time.Parse(amzDateFormat, d)
 	} else if d := r.Header.Get("Date"); d != "" {
 		t, err = http.ParseTime(d)
+		// An unsigned Date could be refreshed to replay the request
+		// forever. (x-amz-date is covered by checkAmzHeadersSigned.)
+		if err == nil && !slices.Contains(req.signedHeaders, "date") {
+			return nil, s3err.Newf(s3err.AuthorizationHeaderMalformed,
+				"The authorization header is malformed; the Date header must be signed when x-amz-date is absent.")
+		}
 	} else {
 		err = errors.New("no date")
 	}
@@ -301,14 +308,7 @@ func checkAmzHeadersSigned(r *http.Request, signed []string) *s3err.Error {
 		if !strings.HasPrefix(lower, "x-amz-") {
 			continue
 		}
-		found := false
-		for _, s := range signed {
-			if s == lower {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(signed, lower) {
 			unsigned = append(unsigned, lower)
 		}
 	}

@@ -444,6 +444,12 @@ func TestDateHeaderInsteadOfXAmzDate(t *testing.T) {
 	r.Header.Set("Date", exampleTime.Add(time.Second).Format(http.TimeFormat))
 	_, _, err := exampleVerifier().Verify(r)
 	wantCode(t, err, s3err.SignatureDoesNotMatch)
+
+	// An unsigned Date would make the request replayable forever.
+	r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), "date;host", "host", 1))
+	resign(r, exampleSecret, exampleTime)
+	_, _, err = exampleVerifier().Verify(r)
+	wantCode(t, err, s3err.AuthorizationHeaderMalformed)
 }
 
 func TestSigningKeyCache(t *testing.T) {
