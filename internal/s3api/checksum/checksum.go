@@ -348,3 +348,94 @@ func Composite(a Algorithm, partSums []string) (string, error) {
 	}
 	return fmt.Sprintf("%s-%d", base64.StdEncoding.EncodeToString(h.Sum(nil)), len(partSums)), nil
 }
+
+// PartSum is one part's checksum (base64) and length, for FullObject.
+type PartSum struct {
+	Sum  string
+	Size int64
+}
+
+// FullObject is S3's FULL_OBJECT checksum of a multipart object: the CRC
+// of the parts' concatenation, computed from the parts' CRCs and lengths
+// alone. Only the CRC algorithms combine this way.
+func FullObject(a Algorithm, parts []PartSum) (string, error) {
+	var poly uint64
+	var width int
+	switch a {
+	case CRC32:
+		poly, width = 0xEDB88320, 32 // reflected polynomials
+	case CRC32C:
+		poly, width = 0x82F63B78, 32
+	case CRC64NVME:
+		poly, width = 0x9A6C9329AC4BC9B5, 64
+	default:
+		return "", fmt.Errorf("%s checksums cannot be combined into a full-object checksum", a)
+	}
+	size := width / 8
+	var crc uint64 // the CRC of nothing, for every algorithm here
+	for i, p := range parts {
+		raw, err := base64.StdEncoding.DecodeString(p.Sum)
+		if err != nil || len(raw) != size || p.Size < 0 {
+			return "", fmt.Errorf("part %d: invalid %s checksum or size", i+1, a)
+		}
+		var c uint64
+		for _, b := range raw {
+			c = c<<8 | uint64(b)
+		}
+		crc = crcCombine(poly, width, crc, c, p.Size)
+	}
+	out := make([]byte, size)
+	for i := range out {
+		out[size-1-i] = byte(crc >> (8 * i))
+	}
+	return base64.StdEncoding.EncodeToString(out), nil
+}
+
+// crcCombine returns the CRC of A||B from crc1 = CRC(A), crc2 = CRC(B) and
+// len2 = len(B), for a reflected CRC whose initial value and final XOR are
+// both all ones (CRC-32, CRC-32C, CRC-64/NVME). It appends len2 zero bytes
+// to crc1 by repeated squaring of the one-zero-bit operator in GF(2), as
+// zlib's crc32_combine does.
+func crcCombine(poly uint64, width int, crc1, crc2 uint64, len2 int64) uint64 {
+	if len2 == 0 {
+		return crc1
+	}
+	times := func(mat []uint64, vec uint64) uint64 {
+		var sum uint64
+		for i := 0; vec != 0; i, vec = i+1, vec>>1 {
+			if vec&1 != 0 {
+				sum ^= mat[i]
+			}
+		}
+		return sum
+	}
+	square := func(dst, mat []uint64) {
+		for n := range width {
+			dst[n] = times(mat, mat[n])
+		}
+	}
+	odd, even := make([]uint64, width), make([]uint64, width)
+	odd[0] = poly // the operator for one zero bit
+	for n, row := 1, uint64(1); n < width; n, row = n+1, row<<1 {
+		odd[n] = row
+	}
+	square(even, odd) // two zero bits
+	square(odd, even) // four
+	for {
+		square(even, odd) // one zero byte, then 4, 16, ...
+		if len2&1 != 0 {
+			crc1 = times(even, crc1)
+		}
+		if len2 >>= 1; len2 == 0 {
+			break
+		}
+		square(odd, even)
+		if len2&1 != 0 {
+			crc1 = times(odd, crc1)
+		}
+		if len2 >>= 1; len2 == 0 {
+			break
+		}
+	}
+	return crc1 ^ crc2
+}

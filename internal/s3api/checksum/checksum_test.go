@@ -296,3 +296,39 @@ func TestComposite(t *testing.T) {
 		t.Fatal("accepted an unknown algorithm")
 	}
 }
+
+// TestFullObject checks the combined CRC against the CRC of the whole, for
+// splits that include empty and odd-sized parts.
+func TestFullObject(t *testing.T) {
+	data := make([]byte, 100_003)
+	for i := range data {
+		data[i] = byte(i*131 + i>>9)
+	}
+	splits := [][]int{{}, {0}, {1}, {50_000}, {1, 2, 3}, {7, 7, 65_536}, {99_999, 100_003}, {4096, 8192, 8193, 70_000}}
+	for _, a := range []Algorithm{CRC32, CRC32C, CRC64NVME} {
+		for _, cuts := range splits {
+			var parts []PartSum
+			prev := 0
+			for _, c := range append(cuts, len(data)) {
+				parts = append(parts, PartSum{Sum: a.Sum(data[prev:c]), Size: int64(c - prev)})
+				prev = c
+			}
+			got, err := FullObject(a, parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := a.Sum(data); got != want {
+				t.Errorf("%s split at %v: combined %s, whole %s", a, cuts, got, want)
+			}
+		}
+	}
+	if got, err := FullObject(CRC64NVME, nil); err != nil || got != CRC64NVME.Sum(nil) {
+		t.Errorf("no parts: %q, %v", got, err)
+	}
+	if _, err := FullObject(SHA256, []PartSum{{Sum: check[SHA256], Size: 9}}); err == nil {
+		t.Error("combined SHA256 checksums")
+	}
+	if _, err := FullObject(CRC32, []PartSum{{Sum: check[CRC64NVME], Size: 9}}); err == nil {
+		t.Error("accepted a checksum of the wrong size")
+	}
+}

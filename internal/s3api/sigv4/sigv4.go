@@ -315,6 +315,7 @@ func checkAmzHeadersSigned(r *http.Request, signed []string) *s3err.Error {
 	if len(unsigned) == 0 {
 		return nil
 	}
+	slices.Sort(unsigned)
 	return s3err.Newf(s3err.AccessDenied, "There were headers present in the request which were not signed: %s", strings.Join(unsigned, ", "))
 }
 
