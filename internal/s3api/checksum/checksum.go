@@ -19,6 +19,9 @@
 // The Reader returns an *s3err.Error instead of io.EOF when a digest does
 // not match, so a backend that aborts on read errors never stores the
 // object.
+//
+// For CompleteMultipartUpload, MultipartETag, Composite and FullObject
+// derive the object's ETag and checksum from its parts'.
 package checksum
 
 import (

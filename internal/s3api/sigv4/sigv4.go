@@ -21,6 +21,20 @@
 // Bytes handed out by Body before io.EOF are provisional: an aws-chunked
 // chunk is verified when its last byte has been read, a signed SHA-256 when
 // the whole body has. Nothing may be made visible before io.EOF.
+//
+// Body enforces the announced length (Body.DecodedLength): a short body ends
+// in IncompleteBody, a long one in InvalidRequest. A handler that stores
+// Content-Encoding should pass it through StripAWSChunked first.
+//
+// Errors, all *s3err.Error: AccessDenied (no credentials, unsigned x-amz-*
+// headers, an expired or not-yet-valid presigned URL),
+// AuthorizationHeaderMalformed / AuthorizationQueryParametersError (a
+// malformed header or query), InvalidRequest (SigV2, a missing
+// x-amz-content-sha256), InvalidAccessKeyId, RequestTimeTooSkewed,
+// SignatureDoesNotMatch; then, while reading, XAmzContentSHA256Mismatch,
+// SignatureDoesNotMatch (a chunk or the trailer), IncompleteBody and
+// MalformedTrailerError. Error messages and causes never hold secrets,
+// signatures or header values; they may name the access key id and headers.
 package sigv4
 
 import (
@@ -55,7 +69,9 @@ const maxCachedKeys = 4096
 // have defaults. A Verifier is safe for concurrent use and must not be
 // copied after first use.
 type Verifier struct {
-	// Lookup resolves an access key id to its tenant and secret.
+	// Lookup resolves an access key id to its tenant and secret. For a key
+	// that does not exist it returns an error wrapping ErrUnknownAccessKey
+	// (InvalidAccessKeyId); any other error becomes InternalError.
 	Lookup func(ctx context.Context, accessKey string) (tenant, secret string, err error)
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
@@ -86,8 +102,9 @@ const (
 )
 
 // Verify authenticates r. On success it returns the signer's identity and
-// the body to read instead of r.Body (see the package comment). The error is
-// always an *s3err.Error.
+// the body to read instead of r.Body (see the package comment). On failure
+// the error is an *s3err.Error and the *Body is nil; it reads nothing from
+// r.Body, so a client waiting on "Expect: 100-continue" sends no payload.
 func (v *Verifier) Verify(r *http.Request) (Identity, *Body, error) {
 	req, serr := v.parse(r)
 	if serr != nil {
