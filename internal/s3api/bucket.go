@@ -42,8 +42,12 @@ func (s *Server) createBucket(w http.ResponseWriter, req *request) error {
 		return &s3err.Error{Code: s3err.InvalidBucketName, Bucket: bucket}
 	}
 	if req.ContentLength > 0 || req.body.DecodedLength() > 0 {
+		body, err := readBody(req)
+		if err != nil {
+			return err
+		}
 		var cfg createBucketConfiguration
-		if err := readXML(req.body, "CreateBucketConfiguration", &cfg); err != nil {
+		if err := xmlUnmarshalStrict(body, "CreateBucketConfiguration", &cfg); err != nil {
 			return err
 		}
 	}

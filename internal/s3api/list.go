@@ -223,7 +223,7 @@ func parseDeleteRequest(body []byte) (deleteRequest, error) {
 }
 
 func (s *Server) deleteObjects(w http.ResponseWriter, req *request) error {
-	body, err := readBounded(req.body)
+	body, err := readBody(req)
 	if err != nil {
 		return err
 	}

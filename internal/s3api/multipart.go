@@ -2,17 +2,14 @@ package s3api
 
 import (
 	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"hash"
-	"hash/crc32"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/facet-sds/facet/internal/s3api/checksum"
 	"github.com/facet-sds/facet/internal/s3api/s3err"
 	"github.com/facet-sds/facet/internal/storage"
 )
@@ -198,7 +195,7 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, req *request) er
 	if err != nil {
 		return storageErr(err, bucket, key)
 	}
-	body, err := readBounded(req.body)
+	body, err := readBody(req)
 	if err != nil {
 		return err
 	}
@@ -210,15 +207,10 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, req *request) er
 	if err != nil {
 		return err
 	}
-	// The multipart ETag is the MD5 of the parts' binary MD5s, "-N".
-	etagHash := md5.New()
 	meta := up.Meta
 	meta.Size, meta.PartsCount, meta.PartSizes = 0, len(want), nil
-	alg := up.Meta.System["checksum-algorithm"]
-	var ckHash hash.Hash
-	if alg != "" {
-		ckHash = newChecksumHash(alg)
-	}
+	etags := make([]string, 0, len(want))
+	chosen := make([]storage.Part, 0, len(want))
 	for i, cp := range want {
 		p, ok := have[cp.Number]
 		if !ok || p.ETag != cp.ETag {
@@ -229,28 +221,17 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, req *request) er
 			return &s3err.Error{Code: s3err.EntityTooSmall, Bucket: bucket, Key: key,
 				Message: fmt.Sprintf("Part %d is %d bytes; every part but the last must be at least 5 MiB.", cp.Number, p.Size)}
 		}
-		raw, err := hex.DecodeString(p.ETag)
-		if err != nil {
-			return s3err.Wrap(s3err.InternalError, fmt.Errorf("part %d has a malformed stored etag: %w", cp.Number, err))
-		}
-		etagHash.Write(raw)
+		etags = append(etags, p.ETag)
+		chosen = append(chosen, p)
 		meta.Size += p.Size
 		meta.PartSizes = append(meta.PartSizes, p.Size)
-		if ckHash != nil {
-			v, err := base64.StdEncoding.DecodeString(p.Checksums[alg])
-			if err != nil || len(v) == 0 {
-				ckHash = nil
-			} else {
-				ckHash.Write(v)
-			}
-		}
 	}
-	meta.ETag = fmt.Sprintf("%s-%d", hex.EncodeToString(etagHash.Sum(nil)), len(want))
-	meta.Checksums, meta.ChecksumType = nil, ""
-	if ckHash != nil {
-		meta.Checksums = map[string]string{alg: fmt.Sprintf("%s-%d", base64.StdEncoding.EncodeToString(ckHash.Sum(nil)), len(want))}
-		meta.ChecksumType = "COMPOSITE"
+	etag, err := checksum.MultipartETag(etags)
+	if err != nil {
+		return s3err.Wrap(s3err.InternalError, err)
 	}
+	meta.ETag = etag
+	meta.Checksums, meta.ChecksumType = multipartChecksum(up.Meta, chosen)
 	delete(meta.System, "checksum-algorithm")
 	if len(meta.System) == 0 {
 		meta.System = nil
@@ -278,19 +259,35 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, req *request) er
 	return writeXML(w, http.StatusOK, res)
 }
 
-// newChecksumHash returns the hash of a composite multipart checksum.
-func newChecksumHash(alg string) hash.Hash {
-	switch alg {
-	case "CRC32":
-		return crc32.NewIEEE()
-	case "CRC32C":
-		return crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	case "SHA1":
-		return sha1.New()
-	case "SHA256":
-		return sha256.New()
+// multipartChecksum derives the object checksum of a multipart upload
+// from its parts' checksums: FULL_OBJECT (CRCs combined) when the upload
+// asked for it, else COMPOSITE ("-N"). Parts lacking the checksum leave the
+// object without one.
+func multipartChecksum(upload storage.ObjectMeta, parts []storage.Part) (map[string]string, string) {
+	alg, ok := checksum.ParseAlgorithm(upload.System["checksum-algorithm"])
+	if !ok {
+		return nil, ""
 	}
-	return nil
+	sums := make([]string, 0, len(parts))
+	full := make([]checksum.PartSum, 0, len(parts))
+	for _, p := range parts {
+		v := p.Checksums[string(alg)]
+		if v == "" {
+			return nil, ""
+		}
+		sums = append(sums, v)
+		full = append(full, checksum.PartSum{Sum: v, Size: p.Size})
+	}
+	if upload.ChecksumType == "FULL_OBJECT" {
+		if v, err := checksum.FullObject(alg, full); err == nil {
+			return map[string]string{string(alg): v}, "FULL_OBJECT"
+		}
+	}
+	v, err := checksum.Composite(alg, sums)
+	if err != nil {
+		return nil, ""
+	}
+	return map[string]string{string(alg): v}, "COMPOSITE"
 }
 
 // allParts returns every uploaded part of an upload by number.

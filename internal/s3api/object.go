@@ -80,7 +80,7 @@ func (s *Server) receivePayload(req *request, limit int64, meta storage.ObjectMe
 		Body: p,
 		Meta: meta,
 		Seal: func(m *storage.ObjectMeta) error {
-			if got := p.BytesRead(); got != size {
+			if got := p.Size(); got != size {
 				return s3err.Newf(s3err.IncompleteBody, "You did not provide the number of bytes specified (%d), got %d", size, got)
 			}
 			m.Size = size

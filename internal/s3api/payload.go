@@ -1,39 +1,44 @@
 package s3api
 
 import (
-	"crypto/md5"
-	"encoding/hex"
-	"hash"
 	"io"
+
+	"github.com/facet-sds/facet/internal/s3api/checksum"
 )
 
 // payload is a request body on its way to storage: it counts and digests
-// what passes and verifies client-supplied digests at the end.
+// what passes and verifies client-supplied digests (Content-MD5,
+// x-amz-checksum-* in headers or trailers) when the stream ends.
 type payload interface {
 	io.Reader
 	MD5Hex() string
 	Checksums() map[string]string
-	BytesRead() int64
+	Size() int64
 }
 
-type md5Payload struct {
-	r io.Reader
-	h hash.Hash
-	n int64
+// newPayload wraps the authenticated body. It reads at most one byte more
+// than declared (limit < 0: no bound), so an over-long body is caught
+// without reading it all.
+func newPayload(req *request, limit int64) (payload, error) {
+	spec, err := checksum.ParseHeaders(req.Header)
+	if err != nil {
+		return nil, err
+	}
+	var src io.Reader = req.body
+	if limit >= 0 {
+		src = io.LimitReader(req.body, limit+1)
+	}
+	return checksum.NewReader(src, spec, func(name string) string {
+		return req.body.Trailer().Get(name)
+	}), nil
 }
 
-func (p *md5Payload) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b)
-	p.n += int64(n)
-	p.h.Write(b[:n])
-	return n, err
-}
-func (p *md5Payload) MD5Hex() string               { return hex.EncodeToString(p.h.Sum(nil)) }
-func (p *md5Payload) Checksums() map[string]string { return nil }
-func (p *md5Payload) BytesRead() int64             { return p.n }
-
-// newPayload wraps the authenticated body; it reads at most one byte more
-// than declared so an over-long body is detected without reading it all.
-func newPayload(req *request, size int64) (payload, error) {
-	return &md5Payload{r: io.LimitReader(req.body, size+1), h: md5.New()}, nil
+// readBody reads a small request body (an XML document) whole, verifying
+// its digests.
+func readBody(req *request) ([]byte, error) {
+	p, err := newPayload(req, -1)
+	if err != nil {
+		return nil, err
+	}
+	return readBounded(p)
 }

@@ -62,16 +62,6 @@ func xmlUnmarshalStrict(data []byte, root string, v any) error {
 	}
 }
 
-// readXML decodes a bounded XML request body whose document element is
-// root into v.
-func readXML(body io.Reader, root string, v any) error {
-	data, err := readBounded(body)
-	if err != nil {
-		return err
-	}
-	return xmlUnmarshalStrict(data, root, v)
-}
-
 type owner struct {
 	ID          string `xml:"ID"`
 	DisplayName string `xml:"DisplayName"`
