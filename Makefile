@@ -1,0 +1,57 @@
+# Facet: build, run and test. `make test` is what CI runs (.ci/run).
+GO        ?= go
+PYTHON    ?= python3
+BIN       := bin/facet
+VENV      := test/e2e/.venv
+PY_REQS   := test/e2e/py/requirements.txt
+# Fuzzing time per target: short inside `make test`, longer for `make fuzz`.
+TEST_FUZZTIME ?= 10s
+FUZZTIME      ?= 1m
+
+# The steps of `make test` run in the order written, never side by side.
+.NOTPARALLEL:
+.PHONY: all build run test vet unit fuzz fuzz-quick e2e e2e-go e2e-py bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/facet
+
+run: build
+	./scripts/run.sh
+
+test: vet unit fuzz-quick e2e-go e2e-py
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 ./internal/... ./cmd/...
+
+fuzz-quick:
+	FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
+
+e2e: e2e-go e2e-py
+
+e2e-go: build
+	FACET_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout 20m ./test/e2e/
+
+# The venv is rebuilt whenever the pinned requirements change.
+$(VENV)/.installed: $(PY_REQS)
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --disable-pip-version-check --no-input -q -r $(PY_REQS)
+	touch $@
+
+e2e-py: build $(VENV)/.installed
+	FACET_BIN=$(abspath $(BIN)) $(VENV)/bin/python -m pytest -p no:cacheprovider -q -rfEs test/e2e/py
+
+bench:
+	$(GO) test -run='^$$' -bench=. ./internal/storage/fs/
+
+clean:
+	rm -rf bin $(VENV)
+	find test/e2e/py -name __pycache__ -type d -prune -exec rm -rf {} +
