@@ -62,7 +62,7 @@ func (s *Server) uploadPart(w http.ResponseWriter, req *request) error {
 	if err != nil {
 		return err
 	}
-	part, err := s.backend.PutPart(req.Context(), bucket, key, id, n, in)
+	part, err := s.backend.PutPart(writeContext(req), bucket, key, id, n, in)
 	if err != nil {
 		return storageErr(err, bucket, key)
 	}
@@ -123,7 +123,7 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, req *request) error {
 	}
 	h := md5.New()
 	counted := &countingReader{r: rc, h: h}
-	part, err := s.backend.PutPart(ctx, bucket, key, id, n, storage.PutInput{
+	part, err := s.backend.PutPart(writeContext(req), bucket, key, id, n, storage.PutInput{
 		Body: counted,
 		Seal: func(m *storage.ObjectMeta) error {
 			if counted.n != length {
@@ -236,7 +236,7 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, req *request) er
 	if len(meta.System) == 0 {
 		meta.System = nil
 	}
-	info, err := s.backend.CompleteUpload(ctx, bucket, key, id, want, meta)
+	info, err := s.backend.CompleteUpload(writeContext(req), bucket, key, id, want, meta)
 	if err != nil {
 		return storageErr(err, bucket, key)
 	}

@@ -112,7 +112,7 @@ func (s *Server) putObject(w http.ResponseWriter, req *request) error {
 	if err != nil {
 		return err
 	}
-	info, err := s.backend.PutObject(req.Context(), req.target.bucket, req.target.key, in)
+	info, err := s.backend.PutObject(writeContext(req), req.target.bucket, req.target.key, in)
 	if err != nil {
 		return storageErr(err, req.target.bucket, req.target.key)
 	}
@@ -464,7 +464,7 @@ func (s *Server) copyObject(w http.ResponseWriter, req *request) error {
 	if directive == "REPLACE" {
 		meta = replaceUserMeta(meta, replaced)
 	}
-	info, err := s.backend.PutObject(ctx, bucket, key, storage.PutInput{Body: rc, Meta: meta})
+	info, err := s.backend.PutObject(writeContext(req), bucket, key, storage.PutInput{Body: rc, Meta: meta})
 	if err != nil {
 		return storageErr(err, bucket, key)
 	}
