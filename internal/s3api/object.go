@@ -76,6 +76,9 @@ func (s *Server) receivePayload(req *request, limit int64, meta storage.ObjectMe
 	if err != nil {
 		return storage.PutInput{}, err
 	}
+	// The backend reads to EOF or fails; either way the payload is done
+	// with once the handler returns.
+	req.onDone(func() { _ = p.Close() })
 	return storage.PutInput{
 		Body: p,
 		Meta: meta,

@@ -15,7 +15,13 @@ type payload interface {
 	MD5Hex() string
 	Checksums() map[string]string
 	Size() int64
+	// Close releases the payload if it is abandoned before its end.
+	Close() error
 }
+
+// pipelineThreshold is the body size from which digests are computed on
+// a second goroutine (see checksum.Reader.Pipelined).
+const pipelineThreshold = 4 << 20
 
 // newPayload wraps the authenticated body. It reads at most one byte more
 // than declared (limit < 0: no bound), so an over-long body is caught
@@ -29,9 +35,13 @@ func newPayload(req *request, limit int64) (payload, error) {
 	if limit >= 0 {
 		src = io.LimitReader(req.body, limit+1)
 	}
-	return checksum.NewReader(src, spec, func(name string) string {
+	r := checksum.NewReader(src, spec, func(name string) string {
 		return req.body.Trailer().Get(name)
-	}), nil
+	})
+	if limit >= pipelineThreshold {
+		r.Pipelined()
+	}
+	return r, nil
 }
 
 // readBody reads a small request body (an XML document) whole, verifying

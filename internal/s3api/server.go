@@ -93,7 +93,11 @@ type request struct {
 	query     url.Values
 	body      RequestBody
 	op        operation
+	cleanups  []func()
 }
+
+// onDone registers f to run when the handler has returned.
+func (r *request) onDone(f func()) { r.cleanups = append(r.cleanups, f) }
 
 // statusWriter records the status and bytes written, for the access log.
 type statusWriter struct {
@@ -157,6 +161,9 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.Header().Set("x-amz-id-2", req.id)
 	w.Header().Set("Server", "Facet")
 	err := s.serve(w, req)
+	for _, f := range req.cleanups {
+		f()
+	}
 	if err != nil {
 		e := s3err.As(err)
 		if e.Bucket == "" && e.Code.Status != http.StatusNotModified {

@@ -228,6 +228,9 @@ type Reader struct {
 	hashes []hash.Hash
 	n      int64
 
+	// pipe, when set, hashes on another goroutine (see Pipelined).
+	pipe *hashPipe
+
 	err    error // sticky: io.EOF after success
 	md5Hex string
 	sums   map[string]string
@@ -245,6 +248,26 @@ func NewReader(src io.Reader, spec Spec, trailer func(name string) string) *Read
 	return r
 }
 
+// Pipelined moves hashing to a second goroutine, so that a large body's
+// digests are computed while the next bytes are received and written: MD5
+// alone runs at well under disk and loopback speed, and on the request's
+// goroutine it would bound a large PUT's throughput. It costs two buffers
+// of 128 KiB, so callers enable it for large bodies only. Call it before
+// the first Read.
+func (r *Reader) Pipelined() *Reader {
+	sinks := append([]hash.Hash{r.md5}, r.hashes...)
+	r.pipe = newHashPipe(sinks)
+	return r
+}
+
+// Close stops the hashing goroutine of a Reader abandoned before EOF.
+func (r *Reader) Close() error {
+	if r.pipe != nil {
+		r.pipe.close()
+	}
+	return nil
+}
+
 // Read implements io.Reader.
 func (r *Reader) Read(p []byte) (int, error) {
 	if r.err != nil {
@@ -253,9 +276,13 @@ func (r *Reader) Read(p []byte) (int, error) {
 	n, err := r.src.Read(p)
 	if n > 0 {
 		r.n += int64(n)
-		r.md5.Write(p[:n])
-		for _, h := range r.hashes {
-			h.Write(p[:n])
+		if r.pipe != nil {
+			r.pipe.write(p[:n])
+		} else {
+			r.md5.Write(p[:n])
+			for _, h := range r.hashes {
+				h.Write(p[:n])
+			}
 		}
 	}
 	if err == io.EOF {
@@ -270,11 +297,17 @@ func (r *Reader) Read(p []byte) (int, error) {
 		// The cause (a verification failure upstream, a broken
 		// connection) is the source's to report; it stays sticky here.
 		r.err = err
+		if r.pipe != nil {
+			r.pipe.close()
+		}
 	}
 	return n, err
 }
 
 func (r *Reader) finish() error {
+	if r.pipe != nil {
+		r.pipe.close()
+	}
 	sum := r.md5.Sum(nil)
 	if r.spec.ContentMD5 != nil && !bytes.Equal(sum, r.spec.ContentMD5) {
 		return s3err.New(s3err.BadDigest)
@@ -441,4 +474,56 @@ func crcCombine(poly uint64, width int, crc1, crc2 uint64, len2 int64) uint64 {
 		}
 	}
 	return crc1 ^ crc2
+}
+
+const pipeBufSize = 128 << 10
+
+// hashPipe feeds hashes from a goroutine through two alternating buffers.
+type hashPipe struct {
+	work   chan []byte
+	free   chan []byte
+	done   chan struct{}
+	cur    []byte
+	closed bool
+}
+
+func newHashPipe(sinks []hash.Hash) *hashPipe {
+	p := &hashPipe{work: make(chan []byte, 1), free: make(chan []byte, 2), done: make(chan struct{})}
+	p.free <- make([]byte, 0, pipeBufSize)
+	p.cur = make([]byte, 0, pipeBufSize)
+	go func() {
+		defer close(p.done)
+		for b := range p.work {
+			for _, h := range sinks {
+				h.Write(b)
+			}
+			p.free <- b[:0]
+		}
+	}()
+	return p
+}
+
+func (p *hashPipe) write(b []byte) {
+	for len(b) > 0 {
+		n := copy(p.cur[len(p.cur):cap(p.cur)], b)
+		p.cur = p.cur[:len(p.cur)+n]
+		b = b[n:]
+		if len(p.cur) == cap(p.cur) {
+			p.work <- p.cur
+			p.cur = <-p.free
+		}
+	}
+}
+
+// close hands over what is buffered and waits until every byte is hashed.
+func (p *hashPipe) close() {
+	if p.closed {
+		return
+	}
+	p.closed = true
+	if len(p.cur) > 0 {
+		p.work <- p.cur
+	}
+	close(p.work)
+	<-p.done
 }

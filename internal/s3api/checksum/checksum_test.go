@@ -332,3 +332,25 @@ func TestFullObject(t *testing.T) {
 		t.Error("accepted a checksum of the wrong size")
 	}
 }
+
+func TestPipelinedMatchesInline(t *testing.T) {
+	data := make([]byte, 3*pipeBufSize+12345)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	spec := Spec{Compute: []Algorithm{CRC32C}}
+	inline := NewReader(bytes.NewReader(data), spec, nil)
+	piped := NewReader(iotest.HalfReader(bytes.NewReader(data)), spec, nil).Pipelined()
+	for _, r := range []*Reader{inline, piped} {
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if inline.MD5Hex() != piped.MD5Hex() || inline.Checksums()["CRC32C"] != piped.Checksums()["CRC32C"] || piped.Size() != int64(len(data)) {
+		t.Fatalf("inline %s %v, piped %s %v", inline.MD5Hex(), inline.Checksums(), piped.MD5Hex(), piped.Checksums())
+	}
+	// Abandoned before EOF: Close must not hang or leak.
+	r := NewReader(bytes.NewReader(data), spec, nil).Pipelined()
+	_, _ = io.CopyN(io.Discard, r, 1000)
+	_ = r.Close()
+}
