@@ -37,11 +37,11 @@ func TestPresignedURLs(t *testing.T) {
 	putBytes(t, a, "pre", "dir/obj name", body)
 	presign := s3.NewPresignClient(a)
 
-	short, err := presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("pre"), Key: aws.String("dir/obj name")}, s3.WithPresignExpires(2*time.Second))
+	long, err := presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("pre"), Key: aws.String("dir/obj name")}, s3.WithPresignExpires(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, err := presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("pre"), Key: aws.String("dir/obj name")}, s3.WithPresignExpires(time.Hour))
+	short, err := presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("pre"), Key: aws.String("dir/obj name")}, s3.WithPresignExpires(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,16 +52,20 @@ func pickChecksum(alg types.ChecksumAlgorithm, crc32v, crc32c, sha1v, sha256v *s
 func TestChecksums(t *testing.T) {
 	srv := startServer(t, t.TempDir())
 	c := srv.createTenant(t, "alice")
-	clients := map[string]*s3.Client{
-		// Over "TLS" the SDK sends STREAMING-UNSIGNED-PAYLOAD-TRAILER with the
-		// checksum in a trailer; over plain HTTP it signs the payload and
-		// sends the checksum as a header.
-		"trailer": srv.sdkTrailer(c),
-		"header":  srv.sdk(c),
-	}
+	algs := []types.ChecksumAlgorithm{types.ChecksumAlgorithmCrc32, types.ChecksumAlgorithmCrc32c, types.ChecksumAlgorithmSha1, types.ChecksumAlgorithmSha256}
+	// Over "TLS" the SDK sends STREAMING-UNSIGNED-PAYLOAD-TRAILER with the
+	// checksum in a trailer; over plain HTTP it signs the payload and sends
+	// the checksum as a header.
+	trailer, rec := srv.sdkTrailerRecorded(c)
+	clients := map[string]*s3.Client{"trailer": trailer, "header": srv.sdk(c)}
+	defer func() {
+		t.Logf("trailer client PUT payload modes: %v", rec.modes)
+		if n := rec.count("STREAMING-UNSIGNED-PAYLOAD-TRAILER"); n < len(algs)+2 {
+			t.Errorf("the trailer client sent %d PUTs as STREAMING-UNSIGNED-PAYLOAD-TRAILER (modes %v); the test did not exercise trailers", n, rec.modes)
+		}
+	}()
 	ctx := ctxT(t)
 	mkBucket(t, clients["header"], "sums")
-	algs := []types.ChecksumAlgorithm{types.ChecksumAlgorithmCrc32, types.ChecksumAlgorithmCrc32c, types.ChecksumAlgorithmSha1, types.ChecksumAlgorithmSha256}
 	for mode, cl := range clients {
 		for i, alg := range algs {
 			key := mode + "/" + string(alg)

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,19 +58,43 @@ func (s *server) sdk(c creds, opts ...func(*s3.Options)) *s3.Client {
 // with an x-amz-checksum-* trailer. The transport quietly sends the request
 // over plain HTTP; the signature does not cover the scheme.
 func (s *server) sdkTrailer(c creds, opts ...func(*s3.Options)) *s3.Client {
-	o := append([]func(*s3.Options){func(o *s3.Options) {
-		o.BaseEndpoint = aws.String("https://" + s.s3Addr)
-		o.HTTPClient = &http.Client{Timeout: 2 * time.Minute, Transport: plainHTTP{http.DefaultTransport}}
-	}}, opts...)
-	return s.sdk(c, o...)
+	cl, _ := s.sdkTrailerRecorded(c, opts...)
+	return cl
 }
 
-type plainHTTP struct{ rt http.RoundTripper }
+// sdkTrailerRecorded is sdkTrailer plus a record of the payload modes
+// (x-amz-content-sha256) its requests used, so a test can prove which mode
+// it exercised.
+func (s *server) sdkTrailerRecorded(c creds, opts ...func(*s3.Options)) (*s3.Client, *plainHTTP) {
+	p := &plainHTTP{rt: http.DefaultTransport, modes: map[string]int{}}
+	o := append([]func(*s3.Options){func(o *s3.Options) {
+		o.BaseEndpoint = aws.String("https://" + s.s3Addr)
+		o.HTTPClient = &http.Client{Timeout: 2 * time.Minute, Transport: p}
+	}}, opts...)
+	return s.sdk(c, o...), p
+}
 
-func (p plainHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
+type plainHTTP struct {
+	rt    http.RoundTripper
+	mu    sync.Mutex
+	modes map[string]int // x-amz-content-sha256 of PUTs -> count
+}
+
+func (p *plainHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut {
+		p.mu.Lock()
+		p.modes[r.Header.Get("X-Amz-Content-Sha256")]++
+		p.mu.Unlock()
+	}
 	r2 := r.Clone(r.Context())
 	r2.URL.Scheme = "http"
 	return p.rt.RoundTrip(r2)
+}
+
+func (p *plainHTTP) count(mode string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.modes[mode]
 }
 
 // sdkVirtualHost returns an SDK client using virtual-host style addressing

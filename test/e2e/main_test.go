@@ -61,7 +61,8 @@ type server struct {
 	s3Addr    string
 	adminAddr string
 	token     string
-	logPath   string
+	logPath   string // stderr: the JSON log
+	outPath   string // stdout: one-time announcements
 	cmd       *exec.Cmd
 	done      chan struct{} // closed when the process has exited
 	waitErr   error         // valid after done is closed
@@ -81,11 +82,19 @@ func startServer(t *testing.T, dataDir string) *server {
 // restart on the same data directory can keep using it.
 func startServerWithToken(t *testing.T, dataDir, token string) *server {
 	t.Helper()
+	return startServerEnv(t, dataDir, token, nil)
+}
+
+// startServerEnv starts the server with extra environment variables; an
+// empty token means no --admin-token flag (the server then takes
+// FACET_ADMIN_TOKEN or generates one).
+func startServerEnv(t *testing.T, dataDir, token string, env []string) *server {
+	t.Helper()
 	var lastErr error
 	// Free ports are picked by binding :0 and closing, so another process
 	// may grab one in between; retry a few times in that case.
 	for attempt := 0; attempt < 3; attempt++ {
-		s, err := tryStart(t, dataDir, token)
+		s, err := tryStart(t, dataDir, token, env)
 		if err == nil {
 			return s
 		}
@@ -98,7 +107,7 @@ func startServerWithToken(t *testing.T, dataDir, token string) *server {
 	return nil
 }
 
-func tryStart(t *testing.T, dataDir, token string) (*server, error) {
+func tryStart(t *testing.T, dataDir, token string, env []string) (*server, error) {
 	s := &server{
 		t:         t,
 		dataDir:   dataDir,
@@ -107,25 +116,33 @@ func tryStart(t *testing.T, dataDir, token string) (*server, error) {
 		token:     token,
 		done:      make(chan struct{}),
 	}
-	logf, err := os.CreateTemp(t.TempDir(), "facet-serve-*.log")
+	logDir := t.TempDir()
+	logf, err := os.CreateTemp(logDir, "facet-serve-*.log")
 	if err != nil {
 		return nil, err
 	}
-	s.logPath = logf.Name()
-	s.cmd = exec.Command(facetBin, "serve",
-		"--data", dataDir,
-		"--s3-addr", s.s3Addr,
-		"--admin-addr", s.adminAddr,
-		"--admin-token", token)
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	s.cmd.Env = os.Environ()
+	outf, err := os.CreateTemp(logDir, "facet-serve-*.out")
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	s.logPath, s.outPath = logf.Name(), outf.Name()
+	args := []string{"serve", "--data", dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr}
+	if token != "" {
+		args = append(args, "--admin-token", token)
+	}
+	s.cmd = exec.Command(facetBin, args...)
+	s.cmd.Stdout, s.cmd.Stderr = outf, logf
+	s.cmd.Env = append(os.Environ(), env...)
 	if err := s.cmd.Start(); err != nil {
 		logf.Close()
+		outf.Close()
 		return nil, err
 	}
 	go func() {
 		s.waitErr = s.cmd.Wait()
 		logf.Close()
+		outf.Close()
 		close(s.done)
 	}()
 	t.Cleanup(s.cleanup)

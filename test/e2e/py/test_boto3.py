@@ -228,7 +228,15 @@ def test_multipart_low_level(s3, bucket):
 def test_checksums_trailer(s3tls, bucket, algorithm):
     body = data(f"checksum-{algorithm}", 300_000)
     kwargs = {"ChecksumAlgorithm": algorithm} if algorithm else {}
+    sent = {}
+
+    def record(request, **_):
+        sent.update({k.lower(): v for k, v in request.headers.items()})
+
+    s3tls.meta.events.register("before-send.s3.PutObject", record)
     s3tls.put_object(Bucket=bucket, Key="k", Body=body, **kwargs)
+    mode = sent.get("x-amz-content-sha256")
+    assert mode in (b"STREAMING-UNSIGNED-PAYLOAD-TRAILER", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"), sent
     got = s3tls.get_object(Bucket=bucket, Key="k", ChecksumMode="ENABLED")
     assert got["Body"].read() == body
     alg = algorithm or "CRC32"  # boto3's default
