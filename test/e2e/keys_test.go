@@ -26,6 +26,11 @@ var hostileKeys = []string{
 	"a/../b",
 	"/leading-slash",
 	"trailing-slash/",
+	"trailing-slash", // a different key from the one above
+	"caf\u00e9",      // NFC and NFD spellings are different keys: no normalisation
+	"cafe\u0301",
+	"Case", // a case-insensitive store would merge these
+	"case",
 	"a/b/c/../../../../../escape-marker-2",
 	"ünïcødé/日本語/😀",
 	"space in key",
