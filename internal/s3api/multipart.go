@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/s3api/checksum"
 	"github.com/facet-sds/facet/internal/s3api/s3err"
 	"github.com/facet-sds/facet/internal/storage"
@@ -123,14 +124,18 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, req *request) error {
 	}
 	h := md5.New()
 	counted := &countingReader{r: rc, h: h}
+	body, sealPlan, err := s.encodeForStorage(req, length, counted)
+	if err != nil {
+		return err
+	}
 	part, err := s.backend.PutPart(writeContext(req), bucket, key, id, n, storage.PutInput{
-		Body: counted,
+		Body: body,
 		Seal: func(m *storage.ObjectMeta) error {
 			if counted.n != length {
 				return fmt.Errorf("copy source changed during copy: read %d of %d bytes", counted.n, length)
 			}
 			m.Size, m.ETag = length, hex.EncodeToString(h.Sum(nil))
-			return nil
+			return sealPlan(m)
 		},
 	})
 	if err != nil {
@@ -232,7 +237,11 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, req *request) er
 	}
 	meta.ETag = etag
 	meta.Checksums, meta.ChecksumType = multipartChecksum(up.Meta, chosen)
+	meta.System = withoutPlans(meta.System)
 	delete(meta.System, "checksum-algorithm")
+	if err := recordPartPlans(&meta, chosen); err != nil {
+		return s3err.Wrap(s3err.InternalError, err)
+	}
 	if len(meta.System) == 0 {
 		meta.System = nil
 	}
@@ -257,6 +266,28 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, req *request) er
 		}
 	}
 	return writeXML(w, http.StatusOK, res)
+}
+
+// recordPartPlans keeps each part's reverse plan: parts are filtered one
+// by one, so the object is undone part by part.
+func recordPartPlans(meta *storage.ObjectMeta, parts []storage.Part) error {
+	plans := make([]dataplane.PartPlan, len(parts))
+	for i, p := range parts {
+		plan, err := dataplane.PlanOf(p.System)
+		if err != nil {
+			return fmt.Errorf("part %d: %w", p.Number, err)
+		}
+		plans[i] = dataplane.PartPlan{Stored: p.StoredSize, Plan: plan}
+	}
+	enc, err := dataplane.EncodeParts(plans)
+	if err != nil || enc == "" {
+		return err
+	}
+	if meta.System == nil {
+		meta.System = map[string]string{}
+	}
+	meta.System[dataplane.PartsKey] = enc
+	return nil
 }
 
 // multipartChecksum derives the object checksum of a multipart upload

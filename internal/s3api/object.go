@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"context"
+	"crypto/md5"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/s3api/s3err"
 	"github.com/facet-sds/facet/internal/storage"
 )
@@ -79,8 +81,12 @@ func (s *Server) receivePayload(req *request, limit int64, meta storage.ObjectMe
 	// The backend reads to EOF or fails; either way the payload is done
 	// with once the handler returns.
 	req.onDone(func() { _ = p.Close() })
+	body, sealPlan, err := s.encodeForStorage(req, size, p)
+	if err != nil {
+		return storage.PutInput{}, err
+	}
 	return storage.PutInput{
-		Body: p,
+		Body: body,
 		Meta: meta,
 		Seal: func(m *storage.ObjectMeta) error {
 			if got := p.Size(); got != size {
@@ -92,7 +98,7 @@ func (s *Server) receivePayload(req *request, limit int64, meta storage.ObjectMe
 				m.Checksums = ck
 				m.ChecksumType = "FULL_OBJECT"
 			}
-			return nil
+			return sealPlan(m)
 		},
 	}, nil
 }
@@ -316,16 +322,13 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 		if rng != nil && length > 0 {
 			fetchRange = rng
 		}
-		rc, got, err := s.backend.GetObject(ctx, bucket, key, fetchRange)
+		rc, err := s.openLogical(ctx, req, info, fetchRange)
 		if err != nil {
-			if attempt < 3 && (errors.Is(err, storage.ErrObjectNotFound) || errors.Is(err, storage.ErrInvalidRange)) {
+			if attempt < 3 && (errors.Is(err, storage.ErrObjectNotFound) || errors.Is(err, storage.ErrInvalidRange) || errors.Is(err, dataplane.ErrChanged)) {
 				continue
 			}
-			return storageErr(err, bucket, key)
-		}
-		if got.Meta.ETag != info.Meta.ETag && attempt < 3 {
-			rc.Close()
-			continue
+			resetHeaders(w.Header())
+			return decodeErr(err, bucket, key)
 		}
 		defer rc.Close()
 		w.WriteHeader(status)
@@ -340,6 +343,18 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 			panic(http.ErrAbortHandler)
 		}
 		return nil
+	}
+}
+
+// resetHeaders drops the object headers prepared for a response that
+// turned into an error.
+func resetHeaders(h http.Header) {
+	for k := range h {
+		switch k {
+		case "X-Amz-Request-Id", "X-Amz-Id-2", "Server":
+		default:
+			delete(h, k)
+		}
 	}
 }
 
@@ -410,11 +425,11 @@ func (s *Server) openCopySource(req *request, rng func(info storage.ObjectInfo) 
 			return nil, storage.ObjectInfo{}, nil, err
 		}
 	}
-	rc, got, err := s.backend.GetObject(ctx, srcBucket, srcKey, r)
+	rc, err := s.openLogical(ctx, req, info, r)
 	if err != nil {
-		return nil, storage.ObjectInfo{}, nil, storageErr(err, srcBucket, srcKey)
+		return nil, storage.ObjectInfo{}, nil, decodeErr(err, srcBucket, srcKey)
 	}
-	return rc, got, r, nil
+	return rc, info, r, nil
 }
 
 type copyObjectResult struct {
@@ -467,7 +482,20 @@ func (s *Server) copyObject(w http.ResponseWriter, req *request) error {
 	if directive == "REPLACE" {
 		meta = replaceUserMeta(meta, replaced)
 	}
-	info, err := s.backend.PutObject(writeContext(req), bucket, key, storage.PutInput{Body: rc, Meta: meta})
+	// The copy is what the client wrote, filtered as the destination's
+	// policies say now; the source's own reverse plan stays with it.
+	meta.System = withoutPlans(meta.System)
+	counted := &countingReader{r: rc, h: md5.New()}
+	body, sealPlan, err := s.encodeForStorage(req, src.Meta.Size, counted)
+	if err != nil {
+		return err
+	}
+	info, err := s.backend.PutObject(writeContext(req), bucket, key, storage.PutInput{Body: body, Meta: meta, Seal: func(m *storage.ObjectMeta) error {
+		if counted.n != src.Meta.Size {
+			return fmt.Errorf("copy source changed during copy: read %d of %d bytes", counted.n, src.Meta.Size)
+		}
+		return sealPlan(m)
+	}})
 	if err != nil {
 		return storageErr(err, bucket, key)
 	}
@@ -482,6 +510,20 @@ func replaceUserMeta(cur, repl storage.ObjectMeta) storage.ObjectMeta {
 	repl.Checksums, repl.ChecksumType = cur.Checksums, cur.ChecksumType
 	repl.System, repl.PartsCount, repl.PartSizes = cur.System, cur.PartsCount, cur.PartSizes
 	return repl
+}
+
+// withoutPlans copies system metadata without reverse plans.
+func withoutPlans(sys map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range sys {
+		if k != dataplane.PlanKey && k != dataplane.PartsKey {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }

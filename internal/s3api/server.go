@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/s3api/s3err"
 	"github.com/facet-sds/facet/internal/storage"
 )
@@ -51,6 +52,10 @@ type Config struct {
 	Region string
 	// MaxObjectSize bounds a single PutObject (S3: 5 GiB).
 	MaxObjectSize int64
+	// Pipelines resolves filters per request; nil runs none.
+	Pipelines Pipelines
+	// Decoders undo the filters recorded in objects' metadata.
+	Decoders dataplane.Decoders
 }
 
 // Server is the S3 API. Each S3 operation is a method on it.
@@ -63,6 +68,9 @@ type Server struct {
 	region  string
 	maxPut  int64
 	now     func() time.Time
+
+	pipelines Pipelines
+	decoders  dataplane.Decoders
 }
 
 // New returns a Server.
@@ -70,6 +78,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		backend: cfg.Backend, buckets: cfg.Buckets, auth: cfg.Auth, log: cfg.Logger,
 		domains: cfg.Domains, region: cfg.Region, maxPut: cfg.MaxObjectSize, now: time.Now,
+		pipelines: cfg.Pipelines, decoders: cfg.Decoders,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

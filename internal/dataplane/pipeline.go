@@ -1,0 +1,110 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/facet-sds/facet/internal/filter"
+)
+
+// Step is one filter instance to run at one stage.
+type Step struct {
+	Stage  filter.Stage
+	Filter filter.Filter
+	// Policy names what put the step there, for errors and explain.
+	Policy string
+}
+
+// Pipeline is the filters resolved for one request, in running order:
+// gateway-stage steps first, then storage-stage steps.
+type Pipeline struct {
+	Steps []Step
+}
+
+// Empty reports whether nothing runs.
+func (p Pipeline) Empty() bool { return len(p.Steps) == 0 }
+
+// Put transforms a PUT body: each step's encoder or transformer wraps the
+// stream the previous one produced. The returned plan function is valid
+// once the returned stream has been read to io.EOF.
+func (p Pipeline) Put(ctx context.Context, req *filter.Request, plain io.Reader) (io.Reader, func() (Plan, error), error) {
+	stream := plain
+	var finishers []func() (filter.Record, error)
+	for _, st := range p.Steps {
+		switch f := st.Filter.(type) {
+		case filter.Encoder:
+			out, rec, err := f.Encode(ctx, req, stream)
+			if err != nil {
+				return nil, nil, fmt.Errorf("filter %s (%s): %w", f.Info().Name, st.Policy, err)
+			}
+			stream = out
+			finishers = append(finishers, rec)
+		case filter.Transformer:
+			out, err := f.Transform(ctx, req, stream)
+			if err != nil {
+				return nil, nil, fmt.Errorf("filter %s (%s): %w", f.Info().Name, st.Policy, err)
+			}
+			stream = out
+		default:
+			return nil, nil, fmt.Errorf("filter %s cannot run on PUT", st.Filter.Info().Name)
+		}
+	}
+	plan := func() (Plan, error) {
+		var pl Plan
+		for _, fin := range finishers {
+			rec, err := fin()
+			if err != nil {
+				return Plan{}, err
+			}
+			pl.Records = append(pl.Records, rec)
+		}
+		return pl, nil
+	}
+	return stream, plan, nil
+}
+
+// Decoders builds filter instances able to undo recorded plans.
+type Decoders struct {
+	Registry *filter.Registry
+	Env      filter.Env
+}
+
+// Open composes the decoders of plan over the stored stream, last applied
+// first, and returns the logical view.
+func (d Decoders) Open(ctx context.Context, req *filter.Request, plan Plan, stored filter.Source) (filter.Source, error) {
+	src := stored
+	for i := len(plan.Records) - 1; i >= 0; i-- {
+		rec := plan.Records[i]
+		info, ok := d.Registry.Lookup(rec.Filter)
+		if !ok {
+			return nil, fmt.Errorf("object was written through filter %q, which this server does not have", rec.Filter)
+		}
+		if rec.Version > info.Version {
+			return nil, fmt.Errorf("object was written by %s version %d; this server has version %d", rec.Filter, rec.Version, info.Version)
+		}
+		inst, err := info.New(defaults(info), d.Env)
+		if err != nil {
+			return nil, fmt.Errorf("instantiate %s: %w", rec.Filter, err)
+		}
+		dec, ok := inst.(filter.Decoder)
+		if !ok {
+			return nil, fmt.Errorf("filter %s recorded a reverse plan but cannot decode", rec.Filter)
+		}
+		if src, err = dec.Decode(ctx, req, rec, src); err != nil {
+			return nil, fmt.Errorf("undo %s: %w", rec.Filter, err)
+		}
+	}
+	return src, nil
+}
+
+// defaults returns a filter's default parameters.
+func defaults(info *filter.Info) filter.Params {
+	p := filter.Params{}
+	for _, ps := range info.Params {
+		if ps.Default != "" {
+			p[ps.Name] = ps.Default
+		}
+	}
+	return p
+}
