@@ -163,16 +163,6 @@ func wantErr(t *testing.T, what string, err error, code string, status int) {
 	}
 }
 
-func must[T any](t *testing.T, what string) func(T, error) T {
-	return func(v T, err error) T {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		return v
-	}
-}
-
 func md5hex(b []byte) string {
 	h := md5.Sum(b)
 	return hex.EncodeToString(h[:])
