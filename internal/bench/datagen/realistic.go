@@ -106,9 +106,9 @@ func (l *litTables) get(textN int) (*[256]byte, *[1 << 16]uint16) {
 // chunkParams are the resolved knobs for one chunk's content.
 type chunkParams struct {
 	zero   bool
-	lit    *[256]byte // a random byte indexes this to pick a literal
+	lit    *[256]byte       // a random byte indexes this to pick a literal
 	pairs  *[1 << 16]uint16 // lit squared: 16 random bits pick two literals
-	repeat uint64    // probability (of 1<<32) that a phrase repeats an earlier one
+	repeat uint64           // probability (of 1<<32) that a phrase repeats an earlier one
 }
 
 // The knob is one monotonic control in [0, 3]:
