@@ -118,7 +118,9 @@ func writeMetaHeaders(h http.Header, info storage.ObjectInfo) {
 	set("Cache-Control", m.CacheControl)
 	set("Expires", m.Expires)
 	for k, v := range m.UserMeta {
-		h["X-Amz-Meta-"+canonicalSuffix(k)] = []string{v}
+		// Lower case, as S3 sends them: boto3 hands the names to users
+		// exactly as received.
+		h["x-amz-meta-"+k] = []string{v}
 	}
 	h.Set("ETag", quoteETag(m.ETag))
 	h.Set("Last-Modified", info.LastModified.UTC().Format(http.TimeFormat))
@@ -126,13 +128,6 @@ func writeMetaHeaders(h http.Header, info storage.ObjectInfo) {
 	if m.PartsCount > 0 {
 		h.Set("x-amz-mp-parts-count", itoa(m.PartsCount))
 	}
-}
-
-// canonicalSuffix title-cases a metadata name the way net/http canonicalises
-// header keys, so that clients that read headers case-sensitively still find
-// them.
-func canonicalSuffix(k string) string {
-	return strings.TrimPrefix(http.CanonicalHeaderKey("x-"+k), "X-")
 }
 
 func quoteETag(e string) string { return `"` + e + `"` }
