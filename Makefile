@@ -49,8 +49,10 @@ $(VENV)/.installed: $(PY_REQS)
 e2e-py: build $(VENV)/.installed
 	FACET_BIN=$(abspath $(BIN)) $(VENV)/bin/python -m pytest -p no:cacheprovider -q -rfEs test/e2e/py
 
-bench:
-	$(GO) test -run='^$$' -bench=. ./internal/storage/fs/
+# Each benchmark compares Facet with what it replaces, in the same run;
+# the figures go to docs/benchmarks.md.
+bench: build
+	./$(BIN) bench spine
 
 clean:
 	rm -rf bin $(VENV)
