@@ -104,8 +104,9 @@ func (s *Store) BucketOwner(ctx context.Context, bucket string) (string, time.Ti
 // ListBuckets lists tenant's buckets in name order. An unknown tenant has
 // none.
 func (s *Store) ListBuckets(ctx context.Context, tenant string) ([]s3api.BucketEntry, error) {
-	out := []s3api.BucketEntry{}
+	var out []s3api.BucketEntry
 	err := s.kv.view(ctx, func(tx kvTx) error {
+		out = []s3api.BucketEntry{}
 		p := indexPrefix(tenant)
 		return tx.scan(tblTenantBuckets, p, func(key string, _ []byte) error {
 			name := strings.TrimPrefix(key, p)

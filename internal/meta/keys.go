@@ -95,8 +95,9 @@ func (s *Store) createKeyTx(tx kvTx, tenant string) (NewKey, error) {
 
 // ListKeys lists a tenant's access keys (never their secrets) in id order.
 func (s *Store) ListKeys(ctx context.Context, tenant string) ([]KeyInfo, error) {
-	out := []KeyInfo{}
+	var out []KeyInfo
 	err := s.kv.view(ctx, func(tx kvTx) error {
+		out = []KeyInfo{}
 		if _, err := requireTenant(tx, tenant); err != nil {
 			return err
 		}

@@ -11,10 +11,10 @@ import (
 )
 
 // The storage boundary under Store. Store speaks only in tables of string
-// keys and opaque values inside transactions; bbolt implements it here and a
-// Redis implementation (optimistic WATCH/MULTI transactions over hashes and
-// sorted sets) can implement the same four operations later without touching
-// the record logic above it.
+// keys and opaque values inside transactions; bbolt implements it here and
+// Redis in redis.go (optimistic WATCH/MULTI/EXEC transactions over one hash
+// and one lexically ordered sorted set per table), so the record logic above
+// it is the same for both.
 
 // Tables. Index tables hold composite keys "<owner>\x00<name>" with empty
 // values so that a prefix scan lists one owner's entries in name order.
@@ -25,9 +25,18 @@ const (
 	tblTenantKeys    = "tenant_keys"    // tenant\x00accessKey -> ""
 	tblBuckets       = "buckets"        // bucket name -> bucketRecord
 	tblTenantBuckets = "tenant_buckets" // tenant\x00bucket -> ""
+	tblGroups        = "groups"         // group name -> groupRecord
+	tblPolicies      = "policies"       // policy id -> policyRecord
+	tblPolicyNames   = "policy_names"   // policy name -> policy id
+	tblSLOs          = "slos"           // tenant -> sloRecord
+	tblDataKeys      = "data_keys"      // tenant -> dataKeysRecord
+	tblFilters       = "filters"        // filter name -> filterRecord
 )
 
-var allTables = []string{tblSystem, tblTenants, tblKeys, tblTenantKeys, tblBuckets, tblTenantBuckets}
+var allTables = []string{
+	tblSystem, tblTenants, tblKeys, tblTenantKeys, tblBuckets, tblTenantBuckets,
+	tblGroups, tblPolicies, tblPolicyNames, tblSLOs, tblDataKeys, tblFilters,
+}
 
 // indexKey builds the composite key of an index table. Tenant names, access
 // key ids and bucket names can never contain NUL, so the split is unambiguous.
@@ -36,7 +45,10 @@ func indexKey(owner, name string) string { return owner + "\x00" + name }
 // indexPrefix is the scan prefix for all of one owner's index entries.
 func indexPrefix(owner string) string { return owner + "\x00" }
 
-// kv is a transactional key/value store made of named tables.
+// kv is a transactional key/value store made of named tables. Transactions
+// are serializable. An implementation may run fn more than once (optimistic
+// concurrency control retries on conflict), so fn must not leave effects
+// outside the transaction: it resets whatever it accumulates.
 type kv interface {
 	// view runs fn in a read-only transaction.
 	view(ctx context.Context, fn func(tx kvTx) error) error

@@ -1,8 +1,14 @@
 // Package meta owns Facet's metadata store: tenants, their access keys (with
-// secrets encrypted at rest under the server's master key) and the global
-// bucket-ownership table. It implements the interfaces the S3 front end
-// consumes (s3api.Credentials, s3api.Buckets). The embedded implementation
-// keeps everything in one bbolt file, <data>/meta.db.
+// secrets encrypted at rest under the server's master key), the global
+// bucket-ownership table, and the control plane's records: groups,
+// policies, SLOs, tenants' data-key ids and the filter registry, with a
+// change version that data-plane nodes poll. It implements the interfaces
+// the S3 front end consumes (s3api.Credentials, s3api.Buckets).
+//
+// One Store, two backends under a small transactional key/value boundary
+// (kv.go): the embedded one keeps everything in one bbolt file,
+// <data>/meta.db; the shared one lives in Redis (redis.go), for several
+// gateways over one control plane.
 package meta
 
 import (
@@ -31,6 +37,25 @@ var (
 	ErrTenantNotEmpty    = errors.New("tenant still owns buckets")
 	ErrKeyNotFound       = errors.New("no such access key")
 	ErrInvalidBucketName = errors.New("invalid bucket name")
+
+	ErrInvalidGroupName   = errors.New("invalid group name")
+	ErrGroupExists        = errors.New("group already exists")
+	ErrGroupNotFound      = errors.New("no such group")
+	ErrInvalidGroupMember = errors.New("invalid group member")
+	ErrNotGroupMember     = errors.New("not a member of the group")
+
+	ErrInvalidPolicy   = errors.New("invalid policy record")
+	ErrPolicyNotFound  = errors.New("no such policy")
+	ErrPolicyNameTaken = errors.New("policy name already in use")
+
+	ErrSLONotFound = errors.New("no SLO for tenant")
+
+	ErrInvalidFilterName = errors.New("invalid filter name")
+	ErrFilterNotFound    = errors.New("no such filter")
+
+	// ErrInvalidBlob rejects a JSON blob (compiled policy, SLO, filter
+	// spec) that is not a JSON document.
+	ErrInvalidBlob = errors.New("invalid JSON blob")
 )
 
 // Tenant is an account: it owns access keys and buckets.
@@ -75,13 +100,11 @@ type Store struct {
 
 type cachedKey struct{ tenant, secret string }
 
-// Open opens or creates the store at path. masterKey (MasterKeySize bytes)
-// encrypts access-key secrets; a store created with one key refuses to open
-// with another (ErrWrongMasterKey) rather than failing every request later.
+// Open opens or creates the embedded store at path (a bbolt file).
+// masterKey (MasterKeySize bytes) encrypts access-key secrets; a store
+// created with one key refuses to open with another (ErrWrongMasterKey)
+// rather than failing every request later. OpenURL chooses the backend.
 func Open(ctx context.Context, path string, masterKey []byte, logger *slog.Logger) (*Store, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	sl, err := newSealer(masterKey)
 	if err != nil {
 		return nil, err
@@ -94,16 +117,25 @@ func Open(ctx context.Context, path string, masterKey []byte, logger *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("meta: %w", err)
 	}
+	return newStore(ctx, db, sl, logger, slog.String("backend", "bolt"), slog.String("path", path))
+}
+
+// newStore wraps an open kv, checks the master key against it and takes
+// ownership of it: on error, db is closed.
+func newStore(ctx context.Context, db kv, sl *sealer, logger *slog.Logger, where ...slog.Attr) (*Store, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	s := &Store{kv: db, sealer: sl, log: logger, now: time.Now, cache: map[string]cachedKey{}}
 	if err := s.checkMasterKey(ctx); err != nil {
 		_ = db.close() // the key error is the one worth reporting
 		return nil, err
 	}
-	logger.Info("metadata store open", "path", path)
+	logger.LogAttrs(ctx, slog.LevelInfo, "metadata store open", where...)
 	return s, nil
 }
 
-// Close releases the store's file.
+// Close releases the store's file or connections.
 func (s *Store) Close() error {
 	if err := s.kv.close(); err != nil {
 		return fmt.Errorf("meta: close: %w", err)
@@ -216,3 +248,45 @@ func getRecord(tx kvTx, table, key string, rec versioned) (bool, error) {
 // timestamp is the store's notion of now, without the monotonic reading so
 // that values compare equal after a JSON round trip.
 func (s *Store) timestamp() time.Time { return s.now().UTC().Round(0) }
+
+// scanRecords decodes every record of table under prefix, in key order.
+func scanRecords[R any, P interface {
+	*R
+	versioned
+}](tx kvTx, table, prefix string, each func(P) error) error {
+	return tx.scan(table, prefix, func(key string, val []byte) error {
+		var rec R
+		if err := decodeRecord(val, P(&rec)); err != nil {
+			return fmt.Errorf("%s/%q: %w", table, key, err)
+		}
+		return each(&rec)
+	})
+}
+
+// validName reports whether name is 1 to 63 characters, a lower-case letter
+// or digit first, then lower-case letters, digits, '-', '_' or '.': the
+// shape of every name the policy language refers to (tenants, groups).
+func validName(name string) bool {
+	if len(name) < 1 || len(name) > 63 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '-' || c == '_' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// checkBlob requires a non-empty, well-formed JSON document: blobs are
+// opaque to the store but are decoded by every node that loads them.
+func checkBlob(what string, b json.RawMessage) error {
+	if len(bytes.TrimSpace(b)) == 0 || !json.Valid(b) {
+		return fmt.Errorf("%w: %s is not a JSON document", ErrInvalidBlob, what)
+	}
+	return nil
+}

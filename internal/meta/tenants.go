@@ -8,21 +8,7 @@ import (
 // ValidTenantName reports whether name is a legal tenant name: 1 to 63
 // characters (policies name tenants tersely, as in "FOR TENANT t1"), a lower-case letter or digit first, then lower-case letters,
 // digits, '-', '_' or '.'.
-func ValidTenantName(name string) bool {
-	if len(name) < 1 || len(name) > 63 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case i > 0 && (c == '-' || c == '_' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return true
-}
+func ValidTenantName(name string) bool { return validName(name) }
 
 func checkTenantName(name string) error {
 	if !ValidTenantName(name) {
@@ -83,6 +69,11 @@ func (s *Store) createTenantTx(tx kvTx, name string) (Tenant, error) {
 	if err := putRecord(tx, tblTenants, name, &rec); err != nil {
 		return Tenant{}, err
 	}
+	// Every tenant has a data key from the start, so the data plane finds
+	// its id in the snapshot without a write on a request.
+	if _, err := s.addDataKeyTx(tx, name); err != nil {
+		return Tenant{}, err
+	}
 	return Tenant{Name: rec.Name, Created: rec.Created}, nil
 }
 
@@ -115,8 +106,9 @@ func (s *Store) GetTenant(ctx context.Context, name string) (Tenant, error) {
 
 // ListTenants lists all tenants in name order.
 func (s *Store) ListTenants(ctx context.Context) ([]Tenant, error) {
-	out := []Tenant{}
+	var out []Tenant
 	err := s.kv.view(ctx, func(tx kvTx) error {
+		out = []Tenant{}
 		return tx.scan(tblTenants, "", func(key string, val []byte) error {
 			var rec tenantRecord
 			if err := decodeRecord(val, &rec); err != nil {
@@ -132,7 +124,8 @@ func (s *Store) ListTenants(ctx context.Context) ([]Tenant, error) {
 	return out, nil
 }
 
-// DeleteTenant deletes a tenant and revokes all its access keys. It refuses
+// DeleteTenant deletes a tenant, revokes all its access keys and forgets
+// its data-key ids. It refuses
 // with ErrTenantNotEmpty while the tenant owns buckets: their objects would
 // otherwise be orphaned with nobody able to reach them.
 func (s *Store) DeleteTenant(ctx context.Context, name string) error {
@@ -158,6 +151,20 @@ func (s *Store) DeleteTenant(ctx context.Context, name string) error {
 		}
 		for _, ak := range revoked {
 			if err := deleteKeyTx(tx, name, ak); err != nil {
+				return err
+			}
+		}
+		// With no buckets left, no object is sealed under the tenant's data
+		// keys: a tenant created again under this name starts afresh.
+		raw, err := tx.get(tblDataKeys, name)
+		if err != nil {
+			return err
+		}
+		if raw != nil {
+			if err := tx.del(tblDataKeys, name); err != nil {
+				return err
+			}
+			if _, err := bumpVersion(tx); err != nil {
 				return err
 			}
 		}
