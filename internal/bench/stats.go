@@ -43,18 +43,20 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(
 type Comparison struct {
 	Op            string
 	Facet, Direct Result
+	// Baselines are further reference series, each compared with Facet.
+	Baselines []Result
 }
 
 // WriteTable prints comparisons as a Markdown table.
 func WriteTable(w io.Writer, rows []Comparison) {
-	fmt.Fprintln(w, "| op | path | ops/s | MB/s | p50 ms | p99 ms | throughput ratio (facet/direct) | p50 overhead ms |")
+	fmt.Fprintln(w, "| op | path | ops/s | MB/s | p50 ms | p99 ms | facet throughput ratio vs this row | facet p50 overhead ms vs this row |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|")
 	for _, c := range rows {
-		for _, r := range []Result{c.Direct, c.Facet} {
+		for _, r := range append(append([]Result{c.Direct}, c.Baselines...), c.Facet) {
 			ratio, over := "", ""
-			if r.Name == c.Facet.Name {
-				ratio = fmt.Sprintf("%.2f", c.Facet.OpsPerSec()/c.Direct.OpsPerSec())
-				over = ms(c.Facet.P50 - c.Direct.P50)
+			if r.Name != c.Facet.Name {
+				ratio = fmt.Sprintf("%.2f", c.Facet.OpsPerSec()/r.OpsPerSec())
+				over = ms(c.Facet.P50 - r.P50)
 			}
 			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %s | %s | %s | %s |\n", c.Op, r.Name, r.OpsPerSec(), r.MBPerSec(), ms(r.P50), ms(r.P99), ratio, over)
 		}
