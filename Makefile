@@ -10,7 +10,7 @@ FUZZTIME      ?= 1m
 
 # The steps of `make test` run in the order written, never side by side.
 .NOTPARALLEL:
-.PHONY: all build run test vet unit fuzz fuzz-quick e2e e2e-go e2e-py bench clean
+.PHONY: all build run test vet deps unit fuzz fuzz-quick e2e e2e-go e2e-py bench clean redis-start redis-stop
 
 all: build
 
@@ -25,7 +25,11 @@ test: vet unit fuzz-quick e2e-go e2e-py
 vet:
 	$(GO) vet ./...
 
-unit:
+# System packages the tests need (redis-server), installed when missing.
+deps:
+	./scripts/ensure-deps.sh
+
+unit: deps
 	$(GO) test -race -count=1 ./internal/... ./cmd/...
 
 fuzz-quick:
@@ -53,6 +57,13 @@ e2e-py: build $(VENV)/.installed
 # the figures go to docs/benchmarks.md.
 bench: build
 	./$(BIN) bench spine
+
+# A local Redis for `facet serve --meta $$(scripts/redis.sh url)`.
+redis-start:
+	./scripts/redis.sh start
+
+redis-stop:
+	./scripts/redis.sh stop
 
 clean:
 	rm -rf bin $(VENV)
