@@ -1,0 +1,197 @@
+package policy
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/facet-sds/facet/internal/filter"
+)
+
+// Vocabulary is what Check validates names against. The caller compiles
+// it once from its registries and updates it on change.
+type Vocabulary interface {
+	Filter(name string) (*filter.Info, bool)
+	FilterNames() []string
+	Metric(name string) (MetricInfo, bool)
+	MetricNames() []string
+	// ObjectType returns a type's patterns: extensions (".pdf") and media
+	// types ("application/pdf", "image/*").
+	ObjectType(name string) ([]string, bool)
+	ObjectTypeNames() []string
+	// Target reports whether a tenant, bucket ("tenant/bucket" or a bare
+	// bucket name), group or volume exists.
+	Target(kind TargetKind, name string) bool
+}
+
+// TargetNamer is implemented by vocabularies that can list targets, so
+// that an unknown target gets a "did you mean".
+type TargetNamer interface {
+	TargetNames(kind TargetKind) []string
+}
+
+// MetricInfo describes a workload metric.
+type MetricInfo struct {
+	Name string
+	Unit ValueKind
+	Doc  string
+}
+
+// DefaultMetrics returns the workload metrics Facet's data plane measures
+// per target and period. It returns a new slice on every call.
+func DefaultMetrics() []MetricInfo {
+	return []MetricInfo{
+		{"get_ops", KindOpsRate, "GET requests per second"},
+		{"put_ops", KindOpsRate, "PUT requests per second"},
+		{"delete_ops", KindOpsRate, "DELETE requests per second"},
+		{"list_ops", KindOpsRate, "LIST requests per second"},
+		{"head_ops", KindOpsRate, "HEAD requests per second"},
+		{"ops", KindOpsRate, "all requests per second"},
+		{"get_bw", KindByteRate, "bytes read per second"},
+		{"put_bw", KindByteRate, "bytes written per second"},
+		{"bw", KindByteRate, "bytes transferred per second"},
+		{"get_lat", KindDuration, "mean GET latency"},
+		{"put_lat", KindDuration, "mean PUT latency"},
+		{"lat", KindDuration, "mean request latency"},
+		{"errors", KindOpsRate, "failed requests per second"},
+		{"error_ratio", KindRatio, "failed requests over all requests"},
+		{"compressibility", KindRatio, "compressed size over original size, sampled"},
+		{"active_streams", KindCount, "requests in flight"},
+		{"stored_bytes", KindBytes, "bytes stored"},
+		{"objects", KindCount, "objects stored"},
+	}
+}
+
+// DefaultObjectTypes returns the object types Facet registers out of the
+// box: extensions and media types per type name. It returns a new map on
+// every call.
+func DefaultObjectTypes() map[string][]string {
+	return map[string][]string{
+		"DOCS": {".pdf", ".doc", ".docx", ".odt", ".rtf", ".txt", ".md", ".tex",
+			".xls", ".xlsx", ".ods", ".ppt", ".pptx", ".odp", ".epub",
+			"application/pdf", "application/msword", "application/rtf",
+			"application/vnd.openxmlformats-officedocument.*", "application/vnd.oasis.opendocument.*",
+			"application/vnd.ms-excel", "application/vnd.ms-powerpoint", "text/plain", "text/markdown"},
+		"IMAGES": {".jpg", ".jpeg", ".png", ".gif", ".bmp", ".tif", ".tiff", ".webp", ".svg", ".heic", ".avif", ".ico", "image/*"},
+		"VIDEO":  {".mp4", ".mkv", ".avi", ".mov", ".webm", ".wmv", ".flv", ".mpg", ".mpeg", ".m4v", "video/*"},
+		"AUDIO":  {".mp3", ".wav", ".flac", ".aac", ".ogg", ".oga", ".m4a", ".wma", ".opus", "audio/*"},
+		"LOGS":   {".log", ".out", ".err", ".trace", ".log.gz", "text/x-log"},
+		"ARCHIVES": {".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".lz4",
+			"application/zip", "application/gzip", "application/x-tar", "application/x-7z-compressed",
+			"application/zstd", "application/x-bzip2", "application/x-xz", "application/vnd.rar"},
+		"CODE": {".go", ".c", ".h", ".cc", ".cpp", ".hpp", ".py", ".js", ".ts", ".java", ".rs", ".rb",
+			".sh", ".php", ".cs", ".kt", ".swift", ".scala", ".sql", "text/x-*", "application/javascript"},
+		"DATA": {".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".parquet", ".avro", ".orc", ".xml", ".yaml", ".yml",
+			"text/csv", "application/json", "application/x-ndjson", "application/xml", "text/xml", "application/vnd.apache.parquet"},
+		"WEB": {".html", ".htm", ".css", ".js", ".mjs", ".map", ".wasm", "text/html", "text/css"},
+	}
+}
+
+// StaticVocabulary is a Vocabulary over plain values, for tests and for a
+// server that rebuilds it from its registries on change. Names of filters,
+// metrics and object types are matched exactly here; Check retries them
+// ignoring case.
+type StaticVocabulary struct {
+	Filters     *filter.Registry
+	Metrics     []MetricInfo
+	ObjectTypes map[string][]string
+	Tenants     []string
+	Buckets     []string // "tenant/bucket"
+	Groups      []string
+	Volumes     []string
+	// AnyTarget makes every target exist (validation without a store).
+	AnyTarget bool
+}
+
+var (
+	_ Vocabulary  = (*StaticVocabulary)(nil)
+	_ TargetNamer = (*StaticVocabulary)(nil)
+)
+
+// Filter implements Vocabulary.
+func (v *StaticVocabulary) Filter(name string) (*filter.Info, bool) {
+	if v.Filters == nil {
+		return nil, false
+	}
+	return v.Filters.Lookup(name)
+}
+
+// FilterNames implements Vocabulary.
+func (v *StaticVocabulary) FilterNames() []string {
+	if v.Filters == nil {
+		return nil
+	}
+	return v.Filters.Names()
+}
+
+// Metric implements Vocabulary.
+func (v *StaticVocabulary) Metric(name string) (MetricInfo, bool) {
+	for _, m := range v.Metrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return MetricInfo{}, false
+}
+
+// MetricNames implements Vocabulary.
+func (v *StaticVocabulary) MetricNames() []string {
+	names := make([]string, len(v.Metrics))
+	for i, m := range v.Metrics {
+		names[i] = m.Name
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ObjectType implements Vocabulary.
+func (v *StaticVocabulary) ObjectType(name string) ([]string, bool) {
+	p, ok := v.ObjectTypes[name]
+	return p, ok
+}
+
+// ObjectTypeNames implements Vocabulary.
+func (v *StaticVocabulary) ObjectTypeNames() []string {
+	names := make([]string, 0, len(v.ObjectTypes))
+	for n := range v.ObjectTypes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Target implements Vocabulary. A bare bucket name exists when some
+// tenant's bucket has it.
+func (v *StaticVocabulary) Target(kind TargetKind, name string) bool {
+	if v.AnyTarget {
+		return true
+	}
+	if kind == TargetBucket && !strings.Contains(name, "/") {
+		for _, b := range v.Buckets {
+			if _, bn, _ := strings.Cut(b, "/"); bn == name {
+				return true
+			}
+		}
+		return false
+	}
+	for _, n := range v.TargetNames(kind) {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TargetNames implements TargetNamer.
+func (v *StaticVocabulary) TargetNames(kind TargetKind) []string {
+	switch kind {
+	case TargetTenant:
+		return v.Tenants
+	case TargetBucket:
+		return v.Buckets
+	case TargetGroup:
+		return v.Groups
+	case TargetVolume:
+		return v.Volumes
+	}
+	return nil
+}
