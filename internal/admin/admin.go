@@ -1,7 +1,9 @@
 // Package admin owns Facet's control API: REST/JSON over HTTP, guarded by the
-// admin bearer token, for tenants, their access keys and their buckets. It
-// also serves the API's OpenAPI 3 description. The CLI client is
-// internal/ctl.
+// admin bearer token, for tenants (their access keys, buckets, data keys and
+// usage), groups, policies and the filter registry. It also serves the API's
+// OpenAPI 3 description. The API is served under /v1 and, as before, under
+// /api/v1. The policy language itself is a PolicyService the API consumes
+// (internal/policy implements it). The CLI client is internal/ctl.
 package admin
 
 import (
@@ -34,6 +36,20 @@ type Store interface {
 	ListKeys(ctx context.Context, tenant string) ([]meta.KeyInfo, error)
 	RevokeKey(ctx context.Context, tenant, accessKey string) error
 	ListBuckets(ctx context.Context, tenant string) ([]s3api.BucketEntry, error)
+
+	DataKeys(ctx context.Context, tenant string) (meta.DataKeys, error)
+	RotateDataKey(ctx context.Context, tenant string) (meta.DataKeys, error)
+
+	CreateGroup(ctx context.Context, name string, members []string) (meta.Group, error)
+	GetGroup(ctx context.Context, name string) (meta.Group, error)
+	ListGroups(ctx context.Context) ([]meta.Group, error)
+	DeleteGroup(ctx context.Context, name string) error
+	AddGroupMembers(ctx context.Context, name string, members ...string) (meta.Group, error)
+	RemoveGroupMembers(ctx context.Context, name string, members ...string) (meta.Group, error)
+
+	GetPolicy(ctx context.Context, id string) (meta.Policy, error)
+	ListPolicies(ctx context.Context) ([]meta.Policy, error)
+	DeletePolicy(ctx context.Context, id string) error
 }
 
 var _ Store = (*meta.Store)(nil)
@@ -45,16 +61,26 @@ type Config struct {
 	// request but the health check is refused.
 	Token  string
 	Logger *slog.Logger
+	// Policies serves the policy language; nil answers its routes 501.
+	Policies PolicyService
+	// Usage reports tenants' storage use; nil answers its route 501.
+	Usage UsageSource
 }
 
 // maxBody bounds request bodies; the API's bodies are a few bytes of JSON.
-const maxBody = 64 << 10
+// Policy texts may be longer: a file of policies.
+const (
+	maxBody       = 64 << 10
+	maxPolicyBody = 1 << 20
+)
 
 //go:embed openapi.json
 var openAPIDoc []byte
 
 type handler struct {
 	store     Store
+	policies  PolicyService
+	usage     UsageSource
 	log       *slog.Logger
 	tokenHash *[sha256.Size]byte // nil: no token configured, refuse all
 	mux       *http.ServeMux
@@ -67,23 +93,42 @@ type route struct {
 	serve        func(*handler, http.ResponseWriter, *http.Request) error
 }
 
-const prefix = "/api/v1"
+// prefixes are where the API is served: /v1, and /api/v1 where the first
+// release served it. Route paths are relative to them.
+var prefixes = []string{"/v1", "/api/v1"}
 
 var routes = []route{
-	{http.MethodGet, prefix + "/openapi.json", (*handler).openAPI},
-	{http.MethodPost, prefix + "/tenants", (*handler).createTenant},
-	{http.MethodGet, prefix + "/tenants", (*handler).listTenants},
-	{http.MethodGet, prefix + "/tenants/{name}", (*handler).getTenant},
-	{http.MethodDelete, prefix + "/tenants/{name}", (*handler).deleteTenant},
-	{http.MethodPost, prefix + "/tenants/{name}/keys", (*handler).createKey},
-	{http.MethodGet, prefix + "/tenants/{name}/keys", (*handler).listKeys},
-	{http.MethodDelete, prefix + "/tenants/{name}/keys/{access_key}", (*handler).revokeKey},
-	{http.MethodGet, prefix + "/tenants/{name}/buckets", (*handler).listBuckets},
+	{http.MethodGet, "/openapi.json", (*handler).openAPI},
+	{http.MethodPost, "/tenants", (*handler).createTenant},
+	{http.MethodGet, "/tenants", (*handler).listTenants},
+	{http.MethodGet, "/tenants/{name}", (*handler).getTenant},
+	{http.MethodDelete, "/tenants/{name}", (*handler).deleteTenant},
+	{http.MethodPost, "/tenants/{name}/keys", (*handler).createKey},
+	{http.MethodGet, "/tenants/{name}/keys", (*handler).listKeys},
+	{http.MethodDelete, "/tenants/{name}/keys/{access_key}", (*handler).revokeKey},
+	{http.MethodGet, "/tenants/{name}/buckets", (*handler).listBuckets},
+	{http.MethodGet, "/tenants/{name}/data-keys", (*handler).dataKeys},
+	{http.MethodPost, "/tenants/{name}/keys:rotate-data-key", (*handler).rotateDataKey},
+	{http.MethodGet, "/tenants/{name}/usage", (*handler).tenantUsage},
+	{http.MethodPost, "/groups", (*handler).createGroup},
+	{http.MethodGet, "/groups", (*handler).listGroups},
+	{http.MethodGet, "/groups/{group}", (*handler).getGroup},
+	{http.MethodDelete, "/groups/{group}", (*handler).deleteGroup},
+	{http.MethodPost, "/groups/{group}/members", (*handler).addGroupMembers},
+	{http.MethodPost, "/groups/{group}/members:remove", (*handler).removeGroupMembers},
+	{http.MethodPost, "/policies", (*handler).applyPolicies},
+	{http.MethodGet, "/policies", (*handler).listPolicies},
+	{http.MethodPost, "/policies:validate", (*handler).validatePolicies},
+	{http.MethodGet, "/policies/{id}", (*handler).getPolicy},
+	{http.MethodDelete, "/policies/{id}", (*handler).deletePolicy},
+	{http.MethodGet, "/explain", (*handler).explain},
+	{http.MethodGet, "/filters", (*handler).listFilters},
+	{http.MethodGet, "/filters/{filter}", (*handler).getFilter},
 }
 
 // New returns the control API handler.
 func New(cfg Config) http.Handler {
-	h := &handler{store: cfg.Store, log: cfg.Logger, mux: http.NewServeMux()}
+	h := &handler{store: cfg.Store, policies: cfg.Policies, usage: cfg.Usage, log: cfg.Logger, mux: http.NewServeMux()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -96,12 +141,14 @@ func New(cfg Config) http.Handler {
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	for _, rt := range routes {
-		h.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
-			if err := rt.serve(h, w, r); err != nil {
-				h.fail(w, r, err)
-			}
-		})
+	for _, p := range prefixes {
+		for _, rt := range routes {
+			h.mux.HandleFunc(rt.method+" "+p+rt.path, func(w http.ResponseWriter, r *http.Request) {
+				if err := rt.serve(h, w, r); err != nil {
+					h.fail(w, r, err)
+				}
+			})
+		}
 	}
 	return h
 }
@@ -132,7 +179,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *handler) dispatch(w http.ResponseWriter, r *http.Request) {
 	if !(r.Method == http.MethodGet && r.URL.Path == "/healthz") && !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="facet-admin"`)
-		writeError(w, &apiError{http.StatusUnauthorized, "Unauthorized", "missing or invalid admin bearer token"})
+		writeError(w, &apiError{status: http.StatusUnauthorized, code: "Unauthorized", message: "missing or invalid admin bearer token"})
 		return
 	}
 	next, pattern := h.mux.Handler(r)
@@ -152,12 +199,12 @@ func (h *handler) unmatched(w http.ResponseWriter, r *http.Request, rec *statusO
 	switch rec.status {
 	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", rec.header.Get("Allow"))
-		writeError(w, &apiError{rec.status, "MethodNotAllowed", fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
+		writeError(w, apiErr(rec.status, "MethodNotAllowed", fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)))
 	case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 		w.Header().Set("Location", rec.header.Get("Location"))
-		writeError(w, &apiError{rec.status, "Redirect", "see Location"})
+		writeError(w, apiErr(rec.status, "Redirect", "see Location"))
 	default:
-		writeError(w, &apiError{http.StatusNotFound, "NotFound", fmt.Sprintf("no such API path %s", r.URL.Path)})
+		writeError(w, apiErr(http.StatusNotFound, "NotFound", fmt.Sprintf("no such API path %s", r.URL.Path)))
 	}
 }
 
@@ -203,11 +250,14 @@ func (s *statusOnly) Write(b []byte) (int, error) { return len(b), nil }
 func (s *statusOnly) WriteHeader(code int)        { s.status = code }
 
 // apiError is an error with its HTTP status and stable code, answered as
-// {"error": message, "code": code}.
+// {"error": message, "code": code}, plus the diagnostics of a policy text
+// that did not validate.
 type apiError struct {
-	status  int
-	code    string
-	message string
+	status   int
+	code     string
+	message  string
+	errors   []Diagnostic
+	warnings []Diagnostic
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -218,7 +268,7 @@ func (e *apiError) Error() string { return e.message }
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	if !errors.As(err, &ae) {
-		ae = storeError(err, r.PathValue("name"), r.PathValue("access_key"))
+		ae = storeError(err, resourceOf(r))
 	}
 	if ae.status >= 500 {
 		id, _ := r.Context().Value(reqIDKey{}).(string)
@@ -227,29 +277,76 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, ae)
 }
 
-func storeError(err error, tenant, accessKey string) *apiError {
+// resource names what a request is about, for error messages.
+type resource struct {
+	tenant, accessKey, group, policy, filter string
+}
+
+func resourceOf(r *http.Request) resource {
+	return resource{
+		tenant: r.PathValue("name"), accessKey: r.PathValue("access_key"),
+		group: r.PathValue("group"), policy: r.PathValue("id"), filter: r.PathValue("filter"),
+	}
+}
+
+// storeError maps the errors of the store and of the policy service to API
+// errors; anything else is an internal error.
+func storeError(err error, res resource) *apiError {
 	switch {
 	case errors.Is(err, meta.ErrInvalidTenantName):
-		return &apiError{http.StatusBadRequest, "InvalidTenantName",
-			fmt.Sprintf("invalid tenant name %q: want 3-63 characters [a-z0-9][a-z0-9-_.]*", tenant)}
+		return apiErr(http.StatusBadRequest, "InvalidTenantName",
+			fmt.Sprintf("invalid tenant name %q: want 1-63 characters [a-z0-9][a-z0-9-_.]*", res.tenant))
 	case errors.Is(err, meta.ErrTenantExists):
-		return &apiError{http.StatusConflict, "TenantExists", fmt.Sprintf("tenant %q already exists", tenant)}
+		return apiErr(http.StatusConflict, "TenantExists", fmt.Sprintf("tenant %q already exists", res.tenant))
 	case errors.Is(err, meta.ErrTenantNotFound):
-		return &apiError{http.StatusNotFound, "NoSuchTenant", fmt.Sprintf("tenant %q does not exist", tenant)}
+		return apiErr(http.StatusNotFound, "NoSuchTenant", fmt.Sprintf("tenant %q does not exist", res.tenant))
 	case errors.Is(err, meta.ErrTenantNotEmpty):
-		return &apiError{http.StatusConflict, "TenantNotEmpty",
-			fmt.Sprintf("tenant %q still owns buckets; delete them first", tenant)}
+		return apiErr(http.StatusConflict, "TenantNotEmpty",
+			fmt.Sprintf("tenant %q still owns buckets; delete them first", res.tenant))
 	case errors.Is(err, meta.ErrKeyNotFound):
-		return &apiError{http.StatusNotFound, "NoSuchAccessKey",
-			fmt.Sprintf("tenant %q has no access key %q", tenant, accessKey)}
+		return apiErr(http.StatusNotFound, "NoSuchAccessKey",
+			fmt.Sprintf("tenant %q has no access key %q", res.tenant, res.accessKey))
+	case errors.Is(err, meta.ErrInvalidGroupName):
+		return apiErr(http.StatusBadRequest, "InvalidGroupName",
+			fmt.Sprintf("invalid group name %q: want 1-63 characters [a-z0-9][a-z0-9-_.]*", res.group))
+	case errors.Is(err, meta.ErrGroupExists):
+		return apiErr(http.StatusConflict, "GroupExists", fmt.Sprintf("group %q already exists", res.group))
+	case errors.Is(err, meta.ErrGroupNotFound):
+		return apiErr(http.StatusNotFound, "NoSuchGroup", fmt.Sprintf("group %q does not exist", res.group))
+	case errors.Is(err, meta.ErrInvalidGroupMember):
+		return apiErr(http.StatusBadRequest, "InvalidGroupMember", detail(err, meta.ErrInvalidGroupMember))
+	case errors.Is(err, meta.ErrNotGroupMember):
+		return apiErr(http.StatusNotFound, "NoSuchMember", detail(err, meta.ErrNotGroupMember))
+	case errors.Is(err, meta.ErrPolicyNotFound):
+		return apiErr(http.StatusNotFound, "NoSuchPolicy", fmt.Sprintf("policy %q does not exist", res.policy))
+	case errors.Is(err, meta.ErrPolicyNameTaken):
+		return apiErr(http.StatusConflict, "PolicyNameTaken", detail(err, meta.ErrPolicyNameTaken))
+	case errors.Is(err, meta.ErrInvalidPolicy):
+		return apiErr(http.StatusBadRequest, "InvalidPolicy", detail(err, meta.ErrInvalidPolicy))
+	case errors.Is(err, meta.ErrFilterNotFound):
+		return apiErr(http.StatusNotFound, "NoSuchFilter", fmt.Sprintf("filter %q does not exist", res.filter))
+	case errors.Is(err, ErrInvalidInput):
+		return apiErr(http.StatusBadRequest, "InvalidInput", detail(err, ErrInvalidInput))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &apiError{http.StatusServiceUnavailable, "RequestCanceled", "request canceled"}
+		return apiErr(http.StatusServiceUnavailable, "RequestCanceled", "request canceled")
 	}
-	return &apiError{http.StatusInternalServerError, "InternalError", "internal error"}
+	return apiErr(http.StatusInternalServerError, "InternalError", "internal error")
+}
+
+// detail is err's message from the sentinel on, without the layers of
+// context in front of it ("meta: add policies: ...") that speak of the
+// server's insides rather than of the request.
+func detail(err, sentinel error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, sentinel.Error()); i >= 0 && len(msg) > i+len(sentinel.Error()) {
+		return msg[i:]
+	}
+	// The sentinel comes last: the words in front of it are the detail.
+	return msg
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
-	writeJSON(w, e.status, Error{Error: e.message, Code: e.code})
+	writeJSON(w, e.status, Error{Error: e.message, Code: e.code, Errors: e.errors, Warnings: e.warnings})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -263,17 +360,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decodeBody reads exactly one JSON object into v, rejecting unknown fields
 // so that a misspelt field is an error rather than silently ignored.
 func decodeBody(r *http.Request, w http.ResponseWriter, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	return decodeBodyLimit(r, w, v, maxBody)
+}
+
+func decodeBodyLimit(r *http.Request, w http.ResponseWriter, v any, limit int64) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &apiError{http.StatusRequestEntityTooLarge, "BodyTooLarge", fmt.Sprintf("request body over %d bytes", maxBody)}
+			return apiErr(http.StatusRequestEntityTooLarge, "BodyTooLarge", fmt.Sprintf("request body over %d bytes", limit))
 		}
-		return &apiError{http.StatusBadRequest, "MalformedJSON", "malformed JSON body: " + err.Error()}
+		return apiErr(http.StatusBadRequest, "MalformedJSON", "malformed JSON body: "+err.Error())
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return &apiError{http.StatusBadRequest, "MalformedJSON", "malformed JSON body: trailing data after the object"}
+		return apiErr(http.StatusBadRequest, "MalformedJSON", "malformed JSON body: trailing data after the object")
 	}
 	return nil
+}
+
+func apiErr(status int, code, message string) *apiError {
+	return &apiError{status: status, code: code, message: message}
 }

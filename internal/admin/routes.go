@@ -57,10 +57,13 @@ type BucketList struct {
 }
 
 // Error is the body of every error response. Code is stable and meant for
-// programs; Error is for people.
+// programs; Error is for people. A policy text that does not validate
+// (code InvalidPolicy) also carries its diagnostics.
 type Error struct {
-	Error string `json:"error"`
-	Code  string `json:"code"`
+	Error    string       `json:"error"`
+	Code     string       `json:"code"`
+	Errors   []Diagnostic `json:"errors,omitempty"`
+	Warnings []Diagnostic `json:"warnings,omitempty"`
 }
 
 func tenantOut(t meta.Tenant) Tenant { return Tenant{Name: t.Name, Created: t.Created} }
@@ -83,7 +86,7 @@ func (h *handler) createTenant(w http.ResponseWriter, r *http.Request) error {
 	_, k, err := h.store.CreateTenantWithKey(r.Context(), req.Name)
 	if err != nil {
 		// The tenant name comes from the body, not the path.
-		ae := storeError(err, req.Name, "")
+		ae := storeError(err, resource{tenant: req.Name})
 		if ae.status < 500 {
 			return ae
 		}
