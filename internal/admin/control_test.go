@@ -114,7 +114,9 @@ func (f *fakePolicies) Filters(context.Context) ([]FilterInfo, error) {
 
 type fakeUsage map[string]Usage
 
-func (u fakeUsage) TenantUsage(_ context.Context, tenant string) (Usage, error) { return u[tenant], nil }
+func (u fakeUsage) TenantUsage(_ context.Context, tenant string) (Usage, error) {
+	return u[tenant], nil
+}
 
 func newControlFixture(t *testing.T) (*fixture, *fakePolicies) {
 	t.Helper()
