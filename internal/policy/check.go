@@ -556,7 +556,14 @@ func canonicalParam(spec *filter.ParamSpec, raw, owner string) (val, sug, msg st
 		return "", "", fmt.Sprintf("%s has an unsupported type %q", subject, spec.Type)
 	}
 	if spec.Max > spec.Min && (v < spec.Min || v > spec.Max) {
-		return "", "", fmt.Sprintf("%s must be between %s and %s, found %s", subject, format(spec.Min), format(spec.Max), raw)
+		bound := format
+		switch spec.Type {
+		case filter.TypeSize:
+			bound = humanBytes
+		case filter.TypeRate:
+			bound = func(f float64) string { return humanBytes(f) + "/s" }
+		}
+		return "", "", fmt.Sprintf("%s must be between %s and %s, found %s", subject, bound(spec.Min), bound(spec.Max), raw)
 	}
 	return format(v), "", ""
 }

@@ -122,10 +122,16 @@ func suggest(word string, candidates []string) string {
 	if utf8.RuneCountInString(word) <= 3 {
 		limit = 1
 	}
-	best, bestD := "", limit+1
+	// Distance ignoring case decides; distance with case breaks ties, so
+	// that "t9" suggests "t1" rather than "T1".
+	best, bestD, bestCase := "", limit+1, 0
 	for _, c := range cands {
-		if d := editDistance(lw, strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
+		d := editDistance(lw, strings.ToLower(c))
+		if d > limit {
+			continue
+		}
+		if dc := editDistance(word, c); d < bestD || d == bestD && dc < bestCase {
+			best, bestD, bestCase = c, d, dc
 		}
 	}
 	if best != "" {

@@ -17,8 +17,8 @@ const (
 // Dropped is a filter entry that was considered for a request and left
 // out, with why.
 type Dropped struct {
-	Step          // the entry; for a DELETE, Params is nil
-	Delete bool   // the entry is a DELETE
+	Step        // the entry; for a DELETE, Params is nil
+	Delete bool // the entry is a DELETE
 	Reason DropReason
 	By     *PolicyRef // the policy of the winning entry (overridden, deleted)
 	ByLvl  Level

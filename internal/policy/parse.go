@@ -461,7 +461,11 @@ func (p *parser) action() *Action {
 	case "DELETE":
 		a.Verb = VerbDelete
 	default:
-		p.errorf(t.pos, suggestKw(t, "SET", "DELETE"), "expected SET or DELETE, found %s", p.describe(t))
+		sug := suggestKw(t, "SET", "DELETE")
+		if sug == "" && t.typ == itemWord && !isReserved(upper(t)) {
+			sug = "SET " + t.val
+		}
+		p.errorf(t.pos, sug, "expected SET or DELETE, found %s", p.describe(t))
 	}
 	f := p.ident("a filter name")
 	a.Filter, a.FilterPos = f.val, f.pos

@@ -55,6 +55,9 @@ func (t *Target) String() string {
 		}
 		return "ALL"
 	}
+	if t.Keyword == "G" {
+		return "G:" + quoteName(t.Name) // Crystal's spelling; "G 1" reads oddly
+	}
 	return t.Keyword + " " + quoteName(t.Name)
 }
 

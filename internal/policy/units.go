@@ -226,6 +226,21 @@ func formatDuration(sec float64) string {
 	return time.Duration(math.Round(sec * 1e9)).String()
 }
 
-func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// humanBytes renders a byte count with the largest binary unit that
+// divides it, for messages.
+func humanBytes(f float64) string {
+	n := int64(math.Round(f))
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
 
 func formatInt(f float64) string { return strconv.FormatInt(int64(math.Round(f)), 10) }
