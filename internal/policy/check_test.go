@@ -126,8 +126,8 @@ FOR TENANT t1/b1 DO SET compression
 		{"FOR BUCKET t1/b9 DO SET compression", `pol:1:12: unknown bucket "t1/b9" (did you mean t1/b1?)
 FOR BUCKET t1/b9 DO SET compression
            ^~~~~`},
-		{"FOR BUCKET t3/b1 DO SET compression", `pol:1:12: unknown tenant "t3" (did you mean t1?)
-FOR BUCKET t3/b1 DO SET compression
+		{"FOR BUCKET t4/b1 DO SET compression", `pol:1:12: unknown tenant "t4" (did you mean t1?)
+FOR BUCKET t4/b1 DO SET compression
            ^~~~~`},
 		{"FOR BUCKET b9 DO SET compression", `pol:1:12: unknown bucket "b9" (did you mean b1?)
 FOR BUCKET b9 DO SET compression
@@ -329,7 +329,7 @@ func TestCheckBadDefault(t *testing.T) {
 func TestSuggest(t *testing.T) {
 	cands := []string{"compression", "encryption", "caching", "noop", "t1", "T1", "gold"}
 	tests := map[string]string{
-		"compresion": "compression", // deletion
+		"compresion":  "compression", // deletion
 		"comrpession": "compression", // transposition
 		"ENCRYPTION":  "encryption",  // case only
 		"encrypt":     "encryption",  // prefix

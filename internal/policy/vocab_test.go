@@ -45,8 +45,8 @@ func testVocab() *StaticVocabulary {
 		Filters:     testFilters(),
 		Metrics:     DefaultMetrics(),
 		ObjectTypes: DefaultObjectTypes(),
-		Tenants:     []string{"t1", "t2", "T1", "acme"},
-		Buckets:     []string{"t1/b1", "t1/b2", "t1/c1", "t2/b1", "T1/C1", "acme/logs"},
+		Tenants:     []string{"t1", "t2", "t3", "T1", "acme"},
+		Buckets:     []string{"t1/b1", "t1/b2", "t1/c1", "t2/b1", "t2/b2", "t3/b1", "T1/C1", "T1/C2", "acme/logs"},
 		Groups:      []string{"1", "gold", "web"},
 		Volumes:     []string{"v1", "v2"},
 	}
