@@ -42,17 +42,23 @@ func newClient(adminURL, token string) (*client, error) {
 	}, nil
 }
 
-// apiError is an error answered by the server.
+// apiBase is the API's path prefix on the server.
+const apiBase = "/v1"
+
+// apiError is an error answered by the server. A policy text that did not
+// validate also brings its diagnostics.
 type apiError struct {
-	Status  int
-	Code    string
-	Message string
+	Status   int
+	Code     string
+	Message  string
+	Errors   []admin.Diagnostic
+	Warnings []admin.Diagnostic
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%s (%s)", e.Message, e.Code) }
 
-// do sends one request and decodes a JSON answer into out (nil: expect no
-// body). Path segments must already be escaped.
+// do sends one request with an optional JSON body and decodes a JSON answer
+// into out (nil: expect no body). Path segments must already be escaped.
 func (c *client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
@@ -62,15 +68,37 @@ func (c *client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+"/api/v1"+path, body)
+	req, err := c.request(ctx, method, path, body)
 	if err != nil {
-		return fmt.Errorf("build request: %w", err)
+		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Accept", "application/json")
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return c.send(req, out)
+}
+
+// doText sends text as a text/plain body.
+func (c *client) doText(ctx context.Context, method, path, text string, out any) error {
+	req, err := c.request(ctx, method, path, strings.NewReader(text))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
+	return c.send(req, out)
+}
+
+func (c *client) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+apiBase+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json")
+	return req, nil
+}
+
+func (c *client) send(req *http.Request, out any) error {
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("admin API at %s: %w", c.base, err)
@@ -85,7 +113,7 @@ func (c *client) do(ctx context.Context, method, path string, in, out any) error
 	if resp.StatusCode >= 300 {
 		var e admin.Error
 		if json.Unmarshal(raw, &e) == nil && e.Code != "" {
-			return &apiError{Status: resp.StatusCode, Code: e.Code, Message: e.Error}
+			return &apiError{Status: resp.StatusCode, Code: e.Code, Message: e.Error, Errors: e.Errors, Warnings: e.Warnings}
 		}
 		return fmt.Errorf("admin API at %s answered %s: %s", c.base, resp.Status, snippet(raw))
 	}
@@ -150,5 +178,103 @@ func (c *client) revokeKey(ctx context.Context, tenant, accessKey string) error 
 func (c *client) listBuckets(ctx context.Context, tenant string) (admin.BucketList, error) {
 	var out admin.BucketList
 	err := c.do(ctx, http.MethodGet, "/tenants/"+seg(tenant)+"/buckets", nil, &out)
+	return out, err
+}
+
+func (c *client) dataKeys(ctx context.Context, tenant string) (admin.DataKeys, error) {
+	var out admin.DataKeys
+	err := c.do(ctx, http.MethodGet, "/tenants/"+seg(tenant)+"/data-keys", nil, &out)
+	return out, err
+}
+
+func (c *client) rotateDataKey(ctx context.Context, tenant string) (admin.DataKeys, error) {
+	var out admin.DataKeys
+	err := c.do(ctx, http.MethodPost, "/tenants/"+seg(tenant)+"/keys:rotate-data-key", nil, &out)
+	return out, err
+}
+
+func (c *client) tenantUsage(ctx context.Context, tenant string) (admin.TenantUsage, error) {
+	var out admin.TenantUsage
+	err := c.do(ctx, http.MethodGet, "/tenants/"+seg(tenant)+"/usage", nil, &out)
+	return out, err
+}
+
+func (c *client) createGroup(ctx context.Context, name string, members []string) (admin.Group, error) {
+	var out admin.Group
+	err := c.do(ctx, http.MethodPost, "/groups", admin.CreateGroupRequest{Name: name, Members: members}, &out)
+	return out, err
+}
+
+func (c *client) listGroups(ctx context.Context) (admin.GroupList, error) {
+	var out admin.GroupList
+	err := c.do(ctx, http.MethodGet, "/groups", nil, &out)
+	return out, err
+}
+
+func (c *client) getGroup(ctx context.Context, name string) (admin.Group, error) {
+	var out admin.Group
+	err := c.do(ctx, http.MethodGet, "/groups/"+seg(name), nil, &out)
+	return out, err
+}
+
+func (c *client) deleteGroup(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/groups/"+seg(name), nil, nil)
+}
+
+func (c *client) addGroupMembers(ctx context.Context, name string, members []string) (admin.Group, error) {
+	var out admin.Group
+	err := c.do(ctx, http.MethodPost, "/groups/"+seg(name)+"/members", admin.GroupMembersRequest{Members: members}, &out)
+	return out, err
+}
+
+func (c *client) removeGroupMembers(ctx context.Context, name string, members []string) (admin.Group, error) {
+	var out admin.Group
+	err := c.do(ctx, http.MethodPost, "/groups/"+seg(name)+"/members:remove", admin.GroupMembersRequest{Members: members}, &out)
+	return out, err
+}
+
+func (c *client) applyPolicies(ctx context.Context, text string) (admin.PolicyApplied, error) {
+	var out admin.PolicyApplied
+	err := c.doText(ctx, http.MethodPost, "/policies", text, &out)
+	return out, err
+}
+
+func (c *client) validatePolicies(ctx context.Context, text string) (admin.ValidateResult, error) {
+	var out admin.ValidateResult
+	err := c.doText(ctx, http.MethodPost, "/policies:validate", text, &out)
+	return out, err
+}
+
+func (c *client) listPolicies(ctx context.Context) (admin.PolicyList, error) {
+	var out admin.PolicyList
+	err := c.do(ctx, http.MethodGet, "/policies", nil, &out)
+	return out, err
+}
+
+func (c *client) getPolicy(ctx context.Context, id string) (admin.Policy, error) {
+	var out admin.Policy
+	err := c.do(ctx, http.MethodGet, "/policies/"+seg(id), nil, &out)
+	return out, err
+}
+
+func (c *client) deletePolicy(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/policies/"+seg(id), nil, nil)
+}
+
+func (c *client) explain(ctx context.Context, q url.Values) (admin.Explanation, error) {
+	var out admin.Explanation
+	err := c.do(ctx, http.MethodGet, "/explain?"+q.Encode(), nil, &out)
+	return out, err
+}
+
+func (c *client) listFilters(ctx context.Context) (admin.FilterList, error) {
+	var out admin.FilterList
+	err := c.do(ctx, http.MethodGet, "/filters", nil, &out)
+	return out, err
+}
+
+func (c *client) getFilter(ctx context.Context, name string) (admin.FilterInfo, error) {
+	var out admin.FilterInfo
+	err := c.do(ctx, http.MethodGet, "/filters/"+seg(name), nil, &out)
 	return out, err
 }

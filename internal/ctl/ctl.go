@@ -47,7 +47,8 @@ func NewCommand() *cobra.Command {
 	pf.StringVar(&o.token, "token", "", "admin bearer token (env "+EnvAdminToken+")")
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 
-	cmd.AddCommand(o.tenantCommand(), o.keyCommand(), o.bucketCommand())
+	cmd.AddCommand(o.tenantCommand(), o.keyCommand(), o.bucketCommand(),
+		o.groupCommand(), o.policyCommand(), o.filterCommand())
 	return cmd
 }
 
@@ -78,12 +79,13 @@ func (o *options) run(action func(ctx context.Context, c *client, p *printer, ar
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		return action(ctx, c, &printer{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), json: o.output == "json"}, args)
+		return action(ctx, c, &printer{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), json: o.output == "json", cmd: cmd}, args)
 	}
 }
 
 func (o *options) tenantCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "tenant", Short: "Create, list, show and delete tenants", Args: cobra.NoArgs}
+	cmd := &cobra.Command{Use: "tenant", Short: "Create, list, show and delete tenants; show their usage", Args: cobra.NoArgs}
+	cmd.AddCommand(o.usageCommand())
 	cmd.AddCommand(
 		&cobra.Command{
 			Use:   "create NAME",
@@ -142,7 +144,8 @@ func (o *options) tenantCommand() *cobra.Command {
 }
 
 func (o *options) keyCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "key", Short: "Create, list and revoke access keys", Args: cobra.NoArgs}
+	cmd := &cobra.Command{Use: "key", Short: "Create, list and revoke access keys; rotate data keys", Args: cobra.NoArgs}
+	cmd.AddCommand(o.dataKeyCommands()...)
 	cmd.AddCommand(
 		&cobra.Command{
 			Use:   "create TENANT",
@@ -214,6 +217,7 @@ func (o *options) bucketCommand() *cobra.Command {
 type printer struct {
 	out, errOut io.Writer
 	json        bool
+	cmd         *cobra.Command // for its standard input
 }
 
 func (p *printer) print(v any, header []string, rows [][]string) error {
