@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -487,3 +488,28 @@ func TestRunAgainstFacet(t *testing.T) {
 }
 
 func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }
+
+// The example scenarios in bench/scenarios are valid once an endpoint and
+// the credentials they name are given.
+func TestExampleScenariosValidate(t *testing.T) {
+	files, err := filepath.Glob("../../bench/scenarios/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example scenarios: %v", err)
+	}
+	for _, f := range files {
+		sc, err := LoadScenario(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		for i := range sc.Tenants {
+			tn := &sc.Tenants[i]
+			tn.Endpoint = "http://127.0.0.1:1"
+			t.Setenv(tn.AccessKeyEnv, "ak")
+			t.Setenv(tn.SecretKeyEnv, "sk")
+		}
+		if err := sc.Validate(); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

@@ -142,7 +142,7 @@ func (c *canvas) panel(area image.Rectangle, label string, series [][]float64, i
 		s := fmtTick(v)
 		c.text(area.Min.X-8-6*len(s), y-3, s, color.Black, 1)
 	}
-	for t := 0.0; t <= span+stepX/2; t += stepX {
+	for t := 0.0; t <= span+1e-9; t += stepX {
 		x := px(t)
 		c.fill(image.Rect(x, area.Min.Y, x+1, area.Max.Y), grid)
 		s := fmtTick(t)

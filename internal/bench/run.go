@@ -222,8 +222,14 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Report, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu1 := processCPU()
+	// Ops cut off by the end of a timed run are not measured, so neither
+	// is the time spent waiting for them.
+	measured := elapsed
+	if length > 0 && measured > length {
+		measured = length
+	}
 
-	rep := buildReport(sc, runs, start, elapsed, time.Duration(sc.Interval))
+	rep := buildReport(sc, runs, start, measured, time.Duration(sc.Interval))
 	rep.Client = clientStats(cpu0, cpu1, elapsed, clock, rep)
 	for _, tr := range runs {
 		rep.Client.GeneratedBytes += tr.generated.Load()
