@@ -2,8 +2,6 @@ package ctl
 
 import (
 	"context"
-	"crypto/rand"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,21 +96,12 @@ func (usageFake) TenantUsage(context.Context, string) (admin.Usage, error) {
 // newControlEnv is newEnv with a policy service and a usage source.
 func newControlEnv(t *testing.T) (*env, *langFake) {
 	t.Helper()
-	mk := make([]byte, meta.MasterKeySize)
-	if _, err := rand.Read(mk); err != nil {
-		t.Fatal(err)
-	}
-	st, err := meta.Open(t.Context(), filepath.Join(t.TempDir(), "meta.db"), mk, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lang := &langFake{store: st}
-	srv := httptest.NewServer(admin.New(admin.Config{Store: st, Token: token, Policies: lang, Usage: usageFake{}}))
-	t.Cleanup(func() {
-		srv.Close()
-		_ = st.Close()
+	lang := &langFake{}
+	e := newEnvWith(t, func(st *meta.Store, cfg *admin.Config) {
+		lang.store = st
+		cfg.Policies, cfg.Usage = lang, usageFake{}
 	})
-	return &env{url: srv.URL, store: st}, lang
+	return e, lang
 }
 
 func lines(s string) []string { return strings.Split(strings.TrimRight(s, "\n"), "\n") }

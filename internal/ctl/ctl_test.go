@@ -24,6 +24,12 @@ type env struct {
 // newEnv starts the real control API over a real metadata store.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, func(*meta.Store, *admin.Config) {})
+}
+
+// newEnvWith is newEnv with configure's additions to the API's Config.
+func newEnvWith(t *testing.T, configure func(*meta.Store, *admin.Config)) *env {
+	t.Helper()
 	mk := make([]byte, meta.MasterKeySize)
 	if _, err := rand.Read(mk); err != nil {
 		t.Fatal(err)
@@ -32,7 +38,9 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(admin.New(admin.Config{Store: st, Token: token}))
+	cfg := admin.Config{Store: st, Token: token}
+	configure(st, &cfg)
+	srv := httptest.NewServer(admin.New(cfg))
 	t.Cleanup(func() {
 		srv.Close()
 		_ = st.Close()

@@ -108,24 +108,27 @@ func (s *Store) RotateDataKey(ctx context.Context, tenant string) (DataKeys, err
 func (s *Store) DataKeys(ctx context.Context, tenant string) (DataKeys, error) {
 	var dk DataKeys
 	err := s.kv.view(ctx, func(tx kvTx) error {
-		if _, err := requireTenant(tx, tenant); err != nil {
-			return err
-		}
-		var rec dataKeysRecord
-		ok, err := getRecord(tx, tblDataKeys, tenant, &rec)
-		if err != nil {
-			return err
-		}
-		dk = DataKeys{Tenant: tenant, History: []DataKeyID{}}
-		if ok {
-			dk = rec.dataKeys()
-		}
-		return nil
+		var err error
+		dk, err = tenantDataKeys(tx, tenant)
+		return err
 	})
 	if err != nil {
 		return DataKeys{}, fmt.Errorf("meta: data keys: %w", err)
 	}
 	return dk, nil
+}
+
+// tenantDataKeys reads an existing tenant's data-key ids.
+func tenantDataKeys(tx kvTx, tenant string) (DataKeys, error) {
+	if _, err := requireTenant(tx, tenant); err != nil {
+		return DataKeys{}, err
+	}
+	var rec dataKeysRecord
+	ok, err := getRecord(tx, tblDataKeys, tenant, &rec)
+	if err != nil || !ok {
+		return DataKeys{Tenant: tenant, History: []DataKeyID{}}, err
+	}
+	return rec.dataKeys(), nil
 }
 
 // CurrentDataKey returns the id new objects of tenant are sealed under,
@@ -139,17 +142,9 @@ func (s *Store) CurrentDataKey(ctx context.Context, tenant string) (string, erro
 		return dk.Current, nil
 	}
 	err = s.kv.update(ctx, func(tx kvTx) error {
-		if _, err := requireTenant(tx, tenant); err != nil {
-			return err
-		}
-		var rec dataKeysRecord
-		ok, err := getRecord(tx, tblDataKeys, tenant, &rec)
-		if err != nil {
-			return err
-		}
-		if ok && len(rec.History) > 0 {
-			dk = rec.dataKeys() // created concurrently: use that one
-			return nil
+		var err error
+		if dk, err = tenantDataKeys(tx, tenant); err != nil || dk.Current != "" {
+			return err // or created concurrently: use that one
 		}
 		dk, err = s.addDataKeyTx(tx, tenant)
 		return err

@@ -125,20 +125,7 @@ func listFilters(tx kvTx) ([]FilterEntry, error) {
 
 // DeleteFilter unregisters a filter, or fails with ErrFilterNotFound.
 func (s *Store) DeleteFilter(ctx context.Context, name string) error {
-	err := s.kv.update(ctx, func(tx kvTx) error {
-		raw, err := tx.get(tblFilters, name)
-		if err != nil {
-			return err
-		}
-		if raw == nil {
-			return fmt.Errorf("%w: %q", ErrFilterNotFound, name)
-		}
-		if err := tx.del(tblFilters, name); err != nil {
-			return err
-		}
-		_, err = bumpVersion(tx)
-		return err
-	})
+	err := s.kv.update(ctx, func(tx kvTx) error { return deleteRecord(tx, tblFilters, name, ErrFilterNotFound) })
 	if err != nil {
 		return fmt.Errorf("meta: delete filter: %w", err)
 	}

@@ -99,20 +99,7 @@ func listSLOs(tx kvTx) ([]SLO, error) {
 
 // DeleteSLO removes a tenant's SLO, or fails with ErrSLONotFound.
 func (s *Store) DeleteSLO(ctx context.Context, tenant string) error {
-	err := s.kv.update(ctx, func(tx kvTx) error {
-		raw, err := tx.get(tblSLOs, tenant)
-		if err != nil {
-			return err
-		}
-		if raw == nil {
-			return fmt.Errorf("%w: %q", ErrSLONotFound, tenant)
-		}
-		if err := tx.del(tblSLOs, tenant); err != nil {
-			return err
-		}
-		_, err = bumpVersion(tx)
-		return err
-	})
+	err := s.kv.update(ctx, func(tx kvTx) error { return deleteRecord(tx, tblSLOs, tenant, ErrSLONotFound) })
 	if err != nil {
 		return fmt.Errorf("meta: delete SLO: %w", err)
 	}

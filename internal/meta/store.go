@@ -290,3 +290,20 @@ func checkBlob(what string, b json.RawMessage) error {
 	}
 	return nil
 }
+
+// deleteRecord deletes table/key, failing with notFound when it is absent,
+// and bumps the change version.
+func deleteRecord(tx kvTx, table, key string, notFound error) error {
+	raw, err := tx.get(table, key)
+	if err != nil {
+		return err
+	}
+	if raw == nil {
+		return fmt.Errorf("%w: %q", notFound, key)
+	}
+	if err := tx.del(table, key); err != nil {
+		return err
+	}
+	_, err = bumpVersion(tx)
+	return err
+}
