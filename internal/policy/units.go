@@ -82,22 +82,22 @@ func sizeUnit(u string) (float64, bool) {
 	return 0, false
 }
 
-// durationUnit returns the multiplier, in seconds, of a lower-cased
-// duration unit.
-func durationUnit(u string) (float64, bool) {
+// durationUnit converts n in a lower-cased duration unit to seconds;
+// sub-second units divide, so that 5us is exactly 5e-6.
+func durationUnit(u string, n float64) (float64, bool) {
 	switch u {
 	case "ns":
-		return 1e-9, true
+		return n / 1e9, true
 	case "us", "µs":
-		return 1e-6, true
+		return n / 1e6, true
 	case "ms":
-		return 1e-3, true
+		return n / 1e3, true
 	case "s":
-		return 1, true
+		return n, true
 	case "m":
-		return 60, true
+		return n * 60, true
 	case "h":
-		return 3600, true
+		return n * 3600, true
 	}
 	return 0, false
 }
@@ -147,8 +147,8 @@ func parseQuantity(raw string) (q quantity, ok bool) {
 	default:
 		if m, ok := sizeUnit(u); ok {
 			q.class, q.value = classSize, n*m
-		} else if m, ok := durationUnit(u); ok {
-			q.class, q.value = classDuration, n*m
+		} else if sec, ok := durationUnit(u, n); ok {
+			q.class, q.value = classDuration, sec
 		} else if base, rate := strings.CutSuffix(u, "/s"); rate {
 			if m, ok := sizeUnit(base); ok {
 				q.class, q.value = classRate, n*m

@@ -31,8 +31,12 @@ func (c *Compiled) warnings() []Warning {
 func (c *Compiled) warn(about int, others []int, format string, args ...any) Warning {
 	p := c.Policies[about]
 	w := Warning{PolicyID: p.ID, Line: p.Policy.Line, Msg: fmt.Sprintf(format, args...)}
+	seen := map[int]bool{}
 	for _, i := range append(others, about) {
-		w.Policies = append(w.Policies, c.Policies[i].Ref())
+		if !seen[i] {
+			seen[i] = true
+			w.Policies = append(w.Policies, c.Policies[i].Ref())
+		}
 	}
 	return w
 }
@@ -132,8 +136,12 @@ func covers(b, e *entry) bool {
 	return false
 }
 
-// deleteWarnings reports DELETEs with no broader SET of their filter to
-// remove.
+func sameScope(a, b *entry) bool {
+	return a.level == b.level && a.vol == b.vol && a.volume == b.volume && a.tenant == b.tenant && a.bucket == b.bucket && a.key == b.key
+}
+
+// deleteWarnings reports DELETEs with no broader (or earlier same-level)
+// SET of their filter to remove.
 func (c *Compiled) deleteWarnings() []Warning {
 	var ws []Warning
 	warned := map[int]bool{} // decl
@@ -143,7 +151,7 @@ func (c *Compiled) deleteWarnings() []Warning {
 		}
 		found := false
 		for _, s := range c.entries {
-			if !s.del && s.fid == d.fid && covers(s, d) {
+			if !s.del && s.fid == d.fid && (covers(s, d) || sameScope(s, d) && s.decl < d.decl) {
 				found = true
 				break
 			}
@@ -213,7 +221,7 @@ func (c *Compiled) orderWarnings() []Warning {
 			}
 			warned[k] = true
 			fp, tp := c.byID[f.PolicyID], c.byID[th.PolicyID]
-			ws = append(ws, c.warn(fp, []int{tp}, "%s (%s, %s stage) would run after %s (%s, %s stage) on PUT for %s: %s; declare %s first or run it at an earlier stage",
+			ws = append(ws, c.warn(fp, []int{tp}, "%s from %s at the %s stage would run after %s from %s at the %s stage on PUT for %s: %s; declare %s first or run it at an earlier stage",
 				f.Filter, c.Policies[fp].Ref(), f.Stage, th.Filter, c.Policies[tp].Ref(), th.Stage, where, rule.Why, f.Filter))
 		}
 		for j, s := range steps {
@@ -230,7 +238,7 @@ func (c *Compiled) orderWarnings() []Warning {
 				}
 				warned[k] = true
 				sp, pp := c.byID[s.PolicyID], c.byID[prev.PolicyID]
-				ws = append(ws, c.warn(sp, []int{pp}, "%s (%s) runs after %s (%s) on PUT for %s, so it sees %s's output instead of the client's data",
+				ws = append(ws, c.warn(sp, []int{pp}, "%s from %s runs after %s from %s on PUT for %s, so it sees %s's output instead of the client's data",
 					s.Filter, c.Policies[sp].Ref(), prev.Filter, c.Policies[pp].Ref(), where, prev.Filter))
 			}
 		}
