@@ -357,3 +357,14 @@ func (t *redisTx) commit() error {
 	}
 	return err
 }
+
+// RedisLog adapts a slog.Logger to go-redis's logger, whose messages
+// (failed dials, pool trouble) otherwise go to stderr unstructured. go-redis
+// keeps one process-wide logger, so installing it is the program's call,
+// once, in main: redis.SetLogger(meta.RedisLog{Logger: logger}).
+type RedisLog struct{ Logger *slog.Logger }
+
+// Printf logs one go-redis message as a warning.
+func (l RedisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.Logger.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
+}

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -169,5 +170,14 @@ func TestRedisDown(t *testing.T) {
 	}
 	if _, err := s.CreateTenant(ctx, "beta"); err == nil {
 		t.Fatal("CreateTenant succeeded with Redis down")
+	}
+}
+
+func TestRedisLog(t *testing.T) {
+	var buf strings.Builder
+	l := RedisLog{Logger: slog.New(slog.NewTextHandler(&buf, nil))}
+	l.Printf(t.Context(), "dial %s failed after %d attempts", "127.0.0.1:1", 5)
+	if !strings.Contains(buf.String(), `detail="dial 127.0.0.1:1 failed after 5 attempts"`) || !strings.Contains(buf.String(), "level=WARN") {
+		t.Fatalf("logged %q", buf.String())
 	}
 }
