@@ -149,7 +149,7 @@ func (o *options) policyCommand() *cobra.Command {
 	var addSrc, valSrc policySource
 	add := &cobra.Command{
 		Use:   `add ["POLICY TEXT"] [-f FILE]`,
-		Short: "Validate, store and apply policies (one per line; all or none)",
+		Short: "Validate, store and apply policies (one or many; all or none)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
 			text, name, err := addSrc.read(p.cmd, args)
