@@ -6,7 +6,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+
+	"github.com/facet-sds/facet/internal/meta"
 
 	"github.com/facet-sds/facet/internal/server"
 )
@@ -29,6 +32,8 @@ func newServeCommand() *cobra.Command {
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			// go-redis logs through a process-wide logger; send it to ours.
+			redis.SetLogger(meta.RedisLog{Logger: logger})
 			opts.Out = cmd.OutOrStdout()
 			return server.Run(cmd.Context(), opts, logger)
 		},
@@ -36,6 +41,7 @@ func newServeCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", os.Getenv("FACET_CONFIG"), "optional YAML config file (keys are flag names)")
 	f.StringVar(&opts.DataDir, "data", "./data", "data directory")
+	f.StringVar(&opts.MetaURL, "meta", "", "metadata store: empty for the embedded bbolt file in --data, bolt://PATH, or redis://HOST:PORT/DB")
 	f.StringVar(&opts.S3Addr, "s3-addr", "127.0.0.1:9000", "S3 API listen address")
 	f.StringVar(&opts.AdminAddr, "admin-addr", "127.0.0.1:9001", "admin API listen address")
 	f.StringVar(&opts.AdminToken, "admin-token", "", "admin bearer token (generated and printed once when unset)")

@@ -27,7 +27,10 @@ import (
 
 // Options configure a single-node Facet.
 type Options struct {
-	DataDir         string
+	DataDir string
+	// MetaURL selects the metadata store: "" (bbolt in DataDir),
+	// bolt://PATH or redis://HOST:PORT/DB.
+	MetaURL         string
 	S3Addr          string
 	AdminAddr       string
 	AdminToken      string
@@ -56,7 +59,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store, err := meta.Open(ctx, filepath.Join(opts.DataDir, "meta.db"), masterKey, logger)
+	store, err := meta.OpenURL(ctx, opts.MetaURL, opts.DataDir, masterKey, logger)
 	if err != nil {
 		return fmt.Errorf("open metadata store: %w", err)
 	}
