@@ -155,6 +155,11 @@ func (c *compression) Info() *Info { return c.info }
 // Encode compresses plain frame by frame. It holds one plaintext frame and
 // one compressed frame at a time.
 func (c *compression) Encode(ctx context.Context, _ *Request, plain io.Reader) (io.Reader, func() (Record, error), error) {
+	if c.engine == engineZstd {
+		if _, err := c.cs.zstdEnc[c.level](); err != nil {
+			return nil, nil, fmt.Errorf("%s: zstd encoder: %w", compressionName, err)
+		}
+	}
 	e := &frameEncoder{
 		ctx: ctx, c: c, src: plain,
 		in:  c.cs.getBuf(c.frame + crcSize),
@@ -212,7 +217,10 @@ func (e *frameEncoder) next() error {
 	}
 	in = in[:n]
 	sum := crc32.Checksum(in, e.c.cs.crc)
-	payload, ok := e.c.compress(in, (*e.out)[:0])
+	payload, ok, err := e.c.compress(in, (*e.out)[:0])
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", compressionName, e.c.engine, err)
+	}
 	if ok {
 		sum = crc32.Update(sum, e.c.cs.crc, payload)
 		e.index = binary.AppendUvarint(e.index, uint64(len(payload)))
@@ -254,28 +262,31 @@ func (e *frameEncoder) record() (Record, error) {
 // compress returns frame compressed into dst, and false when storing it
 // raw is better: compressing must save at least 1/64 of the frame to pay
 // for decompressing it on every read.
-func (c *compression) compress(frame, dst []byte) ([]byte, bool) {
+func (c *compression) compress(frame, dst []byte) ([]byte, bool, error) {
 	limit := len(frame) - len(frame)>>6 - 1
 	if limit <= 0 {
-		return nil, false
+		return nil, false, nil
 	}
 	var out []byte
 	switch c.engine {
 	case engineZstd:
-		enc, err := c.cs.zstdEncoder(c.level)
+		enc, err := c.cs.zstdEnc[c.level]()
 		if err != nil {
-			return nil, false // storing raw is always correct
+			return nil, false, err
 		}
 		out = enc.EncodeAll(frame, dst)
 	case engineGzip:
-		out = c.cs.gzipCompress(c.level, frame, dst)
+		var err error
+		if out, err = c.cs.gzipCompress(c.level, frame, dst); err != nil {
+			return nil, false, err
+		}
 	case engineLZ4:
 		out = c.cs.lz4Compress(c.level, frame, dst[:limit])
 	}
 	if len(out) == 0 || len(out) > limit {
-		return nil, false
+		return nil, false, nil
 	}
-	return out, true
+	return out, true, nil
 }
 
 // CompressionSizes reports what a compression record saved: the plaintext
@@ -378,6 +389,12 @@ func (c *compression) Decode(_ context.Context, _ *Request, rec Record, src Sour
 	if src.Size() != rec.Size {
 		return nil, fmt.Errorf("%s: stored stream holds %d bytes, record says %d: %w", compressionName, src.Size(), rec.Size, ErrIntegrity)
 	}
+	if ix.engine == engineZstd {
+		// Set up here, so that decompress fails only on the data.
+		if _, err := c.cs.zstdDec(); err != nil {
+			return nil, fmt.Errorf("%s: zstd decoder: %w", compressionName, err)
+		}
+	}
 	return &compressedSource{cs: c.cs, ix: ix, src: src}, nil
 }
 
@@ -438,6 +455,34 @@ func (d *frameDecoder) Read(p []byte) (int, error) {
 	d.cur = d.cur[n:]
 	d.left -= int64(n)
 	return n, nil
+}
+
+// WriteTo hands out decoded frames without copying them into a caller's
+// buffer first.
+func (d *frameDecoder) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		for len(d.cur) == 0 {
+			if d.err != nil {
+				if d.err == io.EOF {
+					return total, nil
+				}
+				return total, d.err
+			}
+			if d.left == 0 {
+				d.err = io.EOF
+				continue
+			}
+			d.err = d.load()
+		}
+		n, err := w.Write(d.cur)
+		total += int64(n)
+		d.cur = d.cur[n:]
+		d.left -= int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
 }
 
 // load reads and checks frame d.next and points cur at the part of it
@@ -524,8 +569,6 @@ func newCodecs() *codecs {
 	return cs
 }
 
-func (cs *codecs) zstdEncoder(level int) (*zstd.Encoder, error) { return cs.zstdEnc[level]() }
-
 // Buffers come in power-of-two classes from minFrame to maxFrame, each
 // with slack for a frame's CRC and an engine's worst-case expansion.
 const (
@@ -580,7 +623,7 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (cs *codecs) gzipCompress(level int, frame, dst []byte) []byte {
+func (cs *codecs) gzipCompress(level int, frame, dst []byte) ([]byte, error) {
 	sw := &sliceWriter{b: dst}
 	zw, ok := cs.gzipW[level].Get().(*gzip.Writer)
 	if ok {
@@ -588,21 +631,22 @@ func (cs *codecs) gzipCompress(level int, frame, dst []byte) []byte {
 	} else {
 		var err error
 		if zw, err = gzip.NewWriterLevel(sw, level); err != nil {
-			return nil
+			return nil, err
 		}
 	}
 	defer cs.gzipW[level].Put(zw)
 	if _, err := zw.Write(frame); err != nil {
-		return nil
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return nil
+		return nil, err
 	}
-	return sw.b
+	return sw.b, nil
 }
 
 // lz4Compress returns frame compressed into dst, or nothing when it does
-// not fit: dst's length is the most the caller will store.
+// not fit: dst's length is the most the caller will store. The block
+// compressors' only error is that one.
 func (cs *codecs) lz4Compress(level int, frame, dst []byte) []byte {
 	var n int
 	var err error

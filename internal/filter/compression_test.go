@@ -27,7 +27,7 @@ func compressionParams(engine string, frame int) Params {
 
 func TestCompressionRoundTrip(t *testing.T) {
 	reg := NewBuiltinRegistry()
-	sizes := []int{0, 1, testFrame - 1, testFrame, testFrame + 1, 3*testFrame + 17, 5<<20 + 3}
+	sizes := []int{0, 1, testFrame - 1, testFrame, testFrame + 1, 3*testFrame + 17, 3<<20 + 3}
 	for _, eng := range engines {
 		f := newFilter(t, reg, "compression", compressionParams(eng, testFrame), Env{})
 		for _, kind := range []string{"text", "random"} {
@@ -37,7 +37,7 @@ func TestCompressionRoundTrip(t *testing.T) {
 					if kind == "random" {
 						plain = randData(uint64(size), size)
 					}
-					stored, rec := encode(t, f, plain)
+					stored, rec := roundTrip(t, f, plain)
 					frames := (size + testFrame - 1) / testFrame
 					switch {
 					case kind == "random":
@@ -53,17 +53,6 @@ func TestCompressionRoundTrip(t *testing.T) {
 					p, s, ok := CompressionSizes(rec)
 					if !ok || p != int64(size) || s != int64(len(stored)) {
 						t.Fatalf("CompressionSizes = %d, %d, %v; want %d, %d", p, s, ok, size, len(stored))
-					}
-					src := decode(t, f, rec, newMemSource(stored))
-					if src.Size() != int64(size) {
-						t.Fatalf("decoded size %d, want %d", src.Size(), size)
-					}
-					got, err := readRange(src, 0, int64(size))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !bytes.Equal(got, plain) {
-						t.Fatal("round trip changed the data")
 					}
 				})
 			}
@@ -149,32 +138,20 @@ func TestCompressionRanges(t *testing.T) {
 			}
 			ms := newMemSource(stored)
 			src := decode(t, f, rec, ms)
-			for _, r := range rangesFor(7, size, testFrame) {
-				off, n := r[0], r[1]
-				got, err := readRange(src, off, n)
-				if err != nil {
-					t.Fatalf("range [%d,+%d): %v", off, n, err)
-				}
-				if !bytes.Equal(got, plain[off:off+n]) {
-					t.Fatalf("range [%d,+%d): wrong bytes", off, n)
-				}
-				requested, opens := ms.reset()
-				if n == 0 {
-					if requested != 0 {
-						t.Fatalf("empty range read %d stored bytes", requested)
-					}
-					continue
-				}
+			checkRanges(t, src, ms, plain, rangesFor(7, size, testFrame), func(off, n, requested int64, opens int) {
 				// Exactly the frames the range overlaps, in one request:
 				// at most one partial frame at each end beyond the range.
 				first, last := off/testFrame, (off+n-1)/testFrame
-				if want := ix.off[last+1] - ix.off[first]; requested != want || opens != 1 {
+				if n == 0 {
+					first, last = 0, -1
+				}
+				if want := ix.off[last+1] - ix.off[first]; requested != want || opens > 1 {
 					t.Fatalf("range [%d,+%d): %d bytes in %d opens, want %d in 1", off, n, requested, opens, want)
 				}
 				if bound := n + 2*(testFrame+crcSize); requested > bound {
 					t.Fatalf("range [%d,+%d): read %d stored bytes, more than %d", off, n, requested, bound)
 				}
-			}
+			})
 			// Out-of-range requests are refused, not clamped.
 			for _, r := range [][2]int64{{-1, 1}, {0, size + 1}, {size, 1}, {1, -1}} {
 				if _, err := src.Open(context.Background(), r[0], r[1]); err == nil {
@@ -355,6 +332,37 @@ func TestCompressionSourceErrors(t *testing.T) {
 	_, err = readRange(decode(t, f, rec, failingSource{newMemSource(stored), 100, boom}), 0, int64(len(plain)))
 	if !errors.Is(err, boom) || errors.Is(err, ErrIntegrity) {
 		t.Fatalf("failing source: %v, want the source's error", err)
+	}
+}
+
+type failWriter struct{ after int }
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	if len(p) > w.after {
+		n := w.after
+		w.after = 0
+		return n, errors.New("client went away")
+	}
+	w.after -= len(p)
+	return len(p), nil
+}
+
+func TestCompressionWriteToErrors(t *testing.T) {
+	f := newFilter(t, NewBuiltinRegistry(), "compression", compressionParams("lz4", testFrame), Env{})
+	plain := textData(5, 3*testFrame)
+	stored, rec := encode(t, f, plain)
+	src := decode(t, f, rec, newMemSource(stored))
+	rc, _ := src.Open(context.Background(), 0, src.Size())
+	n, err := io.Copy(&failWriter{after: testFrame + 10}, rc)
+	if err == nil || err.Error() != "client went away" || n != testFrame+10 {
+		t.Fatalf("io.Copy to a failing writer = %d, %v", n, err)
+	}
+	rc.Close()
+	bad := bytes.Clone(stored)
+	bad[len(bad)-1] ^= 1
+	rc, _ = decode(t, f, rec, newMemSource(bad)).Open(context.Background(), 0, src.Size())
+	if _, err := io.Copy(io.Discard, rc); !errors.Is(err, ErrIntegrity) {
+		t.Fatalf("WriteTo over a corrupt frame: %v", err)
 	}
 }
 

@@ -202,6 +202,55 @@ func decode(t testing.TB, f Filter, rec Record, src Source) Source {
 	return s
 }
 
+// roundTrip encodes plain, decodes the whole stream and checks it reads
+// back unchanged.
+func roundTrip(t testing.TB, f Filter, plain []byte) ([]byte, Record) {
+	t.Helper()
+	stored, rec := encode(t, f, plain)
+	src := decode(t, f, rec, newMemSource(stored))
+	if src.Size() != int64(len(plain)) {
+		t.Fatalf("decoded size %d, want %d", src.Size(), len(plain))
+	}
+	got, err := readRange(src, 0, int64(len(plain)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, plain) {
+		t.Fatal("round trip changed the data")
+	}
+	return stored, rec
+}
+
+// checkRanges reads every range of src, through Read and through io.Copy
+// (WriteTo where the reader has it), and compares it with plain. stored
+// is the stored stream under src: after is called with what the Read
+// pass of each range asked of it.
+func checkRanges(t testing.TB, src Source, stored *memSource, plain []byte, ranges [][2]int64, after func(off, n, requested int64, opens int)) {
+	t.Helper()
+	for _, r := range ranges {
+		off, n := r[0], r[1]
+		stored.reset()
+		got, err := readRange(src, off, n)
+		if err != nil {
+			t.Fatalf("range [%d,+%d): %v", off, n, err)
+		}
+		if !bytes.Equal(got, plain[off:off+n]) {
+			t.Fatalf("range [%d,+%d): wrong bytes", off, n)
+		}
+		requested, opens := stored.reset()
+		after(off, n, requested, opens)
+		rc, err := src.Open(context.Background(), off, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var copied bytes.Buffer
+		if m, err := io.Copy(&copied, rc); err != nil || m != n || !bytes.Equal(copied.Bytes(), plain[off:off+n]) {
+			t.Fatalf("range [%d,+%d) through io.Copy: %d bytes, %v", off, n, m, err)
+		}
+		rc.Close()
+	}
+}
+
 // readRange reads [off, off+n) of s completely.
 func readRange(s Source, off, n int64) ([]byte, error) {
 	rc, err := s.Open(context.Background(), off, n)

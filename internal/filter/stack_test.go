@@ -74,18 +74,9 @@ func TestStackedCompressionEncryption(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, r := range rangesFor(3, size, testFrame) {
-				off, n := r[0], r[1]
-				got, err := readRange(src, off, n)
-				if err != nil {
-					t.Fatalf("range [%d,+%d): %v", off, n, err)
-				}
-				if !bytes.Equal(got, plain[off:off+n]) {
-					t.Fatalf("range [%d,+%d): wrong bytes", off, n)
-				}
-				requested, _ := ms.reset()
+			checkRanges(t, src, ms, plain, rangesFor(3, size, testFrame), func(off, n, requested int64, _ int) {
 				if n == 0 {
-					continue
+					return
 				}
 				// The frames the range overlaps, rounded out to whole
 				// packages: at most one frame and one package on each side.
@@ -97,7 +88,7 @@ func TestStackedCompressionEncryption(t *testing.T) {
 				if bound := n + 2*(testFrame+crcSize) + (n/darePayload+4)*darePackage; requested > bound {
 					t.Fatalf("range [%d,+%d): %d stored bytes read, not proportional to the range", off, n, requested)
 				}
-			}
+			})
 
 			// A flipped stored byte: the authenticated layer refuses it.
 			bad := bytes.Clone(stored)
@@ -122,13 +113,9 @@ func TestStackedEncryptionCompression(t *testing.T) {
 	if int64(len(stored)) != records[0].Size+crcSize*frames {
 		t.Fatalf("ciphertext compressed: %d stored for %d", len(stored), records[0].Size)
 	}
-	src := unstack(t, filters, records, newMemSource(stored))
-	for _, r := range rangesFor(5, int64(len(plain)), testFrame)[:30] {
-		got, err := readRange(src, r[0], r[1])
-		if err != nil || !bytes.Equal(got, plain[r[0]:r[0]+r[1]]) {
-			t.Fatalf("range %v: %v", r, err)
-		}
-	}
+	ms := newMemSource(stored)
+	src := unstack(t, filters, records, ms)
+	checkRanges(t, src, ms, plain, rangesFor(5, int64(len(plain)), testFrame)[:30], func(int64, int64, int64, int) {})
 }
 
 // tiledReader streams size bytes by repeating block: a large object
@@ -181,12 +168,25 @@ func BenchmarkRangeGET(b *testing.B) {
 		ms := newMemSource(plain)
 		run(b, ms, ms)
 	})
-	for _, eng := range []string{"zstd", "lz4"} {
-		comp := newFilter(b, reg, "compression", Params{"engine": eng}, Env{})
+	b.Run("aes", func(b *testing.B) {
+		enc := newFilter(b, reg, "encryption", nil, Env{Keys: keys})
+		stored, records := stack(b, []Filter{enc}, tiledReader(block, objSize))
+		ms := newMemSource(stored)
+		run(b, unstack(b, []Filter{enc}, records, ms), ms)
+	})
+	for _, c := range []struct {
+		name string
+		p    Params
+	}{
+		{"zstd", Params{"engine": "zstd"}},
+		{"zstd-256k", Params{"engine": "zstd", "frame": "262144"}},
+		{"lz4", Params{"engine": "lz4"}},
+	} {
+		comp := newFilter(b, reg, "compression", c.p, Env{})
 		enc := newFilter(b, reg, "encryption", nil, Env{Keys: keys})
 		filters := []Filter{comp, enc}
 		stored, records := stack(b, filters, tiledReader(block, objSize))
-		b.Run(fmt.Sprintf("%s+aes", eng), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s+aes", c.name), func(b *testing.B) {
 			ms := newMemSource(stored)
 			run(b, unstack(b, filters, records, ms), ms)
 		})
