@@ -410,14 +410,18 @@ func (c *checker) deleteAction(a *Action, name string) {
 func (c *checker) sloAction(a *Action, k SLOKind) {
 	a.Info, a.SLO = sloInfo(k), k
 	for _, t := range c.p.Targets {
+		kind := t.Keyword
+		if t.Kind == TargetAll {
+			kind = t.String() // ALL BUCKETS
+		}
 		switch k {
 		case SLOBandwidth:
 			if t.Kind != TargetTenant && t.Kind != TargetGroup && !(t.Kind == TargetAll && t.Scope == TargetTenant) {
-				c.errorf(t.Pos, "", "bandwidth is a tenant SLO: its targets are TENANT, GROUP or ALL TENANTS, not %s", t.Keyword)
+				c.errorf(t.Pos, "", "bandwidth is a tenant SLO: its targets are TENANT, GROUP or ALL TENANTS, not %s", kind)
 			}
 		case SLOThrottle:
 			if t.Kind != TargetVolume && !(t.Kind == TargetAll && t.Scope == TargetVolume) {
-				c.errorf(t.Pos, "", "throttle is a volume SLO: its targets are VOLUME or ALL VOLUMES, not %s", t.Keyword)
+				c.errorf(t.Pos, "", "throttle is a volume SLO: its targets are VOLUME or ALL VOLUMES, not %s", kind)
 			}
 		}
 	}

@@ -270,6 +270,9 @@ FOR VOLUME v1 DO SET bandwidth WITH get=1MB/s
 		{"FOR TENANT t1 DO SET throttle WITH read_bw=1MB/s", `pol:1:5: throttle is a volume SLO: its targets are VOLUME or ALL VOLUMES, not TENANT
 FOR TENANT t1 DO SET throttle WITH read_bw=1MB/s
     ^~~~~~`},
+		{"FOR ALL BUCKETS DO SET bandwidth WITH get=1MB/s", `pol:1:5: bandwidth is a tenant SLO: its targets are TENANT, GROUP or ALL TENANTS, not ALL BUCKETS
+FOR ALL BUCKETS DO SET bandwidth WITH get=1MB/s
+    ^~~`},
 		{"FOR TENANT t1 DO SET bandwidth", `pol:1:22: SET bandwidth needs parameters (get, put, reservation, limit, weight, ops)
 FOR TENANT t1 DO SET bandwidth
                      ^~~~~~~~~`},

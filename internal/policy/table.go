@@ -123,6 +123,8 @@ type CompiledPolicy struct {
 	Trigger Cond
 	// Metrics are the canonical names of the metrics Trigger reads, sorted.
 	Metrics []string
+
+	pred *objPred // the object condition, shared with identical ones
 }
 
 // Ref returns the policy's reference.
@@ -252,6 +254,7 @@ func Compile(policies []*Policy, groups map[string][]string, opts ...Option) (*C
 		c.groups[g] = append([]string(nil), members...)
 	}
 	fids := map[string]int{}
+	preds := map[string]*objPred{} // identical conditions share one predicate
 	decl := 0
 	for i, p := range policies {
 		if p == nil || !p.checked {
@@ -269,6 +272,13 @@ func Compile(policies []*Policy, groups map[string][]string, opts ...Option) (*C
 		}
 		c.byID[id] = i
 		cp := &CompiledPolicy{ID: id, Policy: p, Dynamic: p.Dynamic, Trigger: p.Trigger, Metrics: triggerMetrics(p.Trigger)}
+		if p.objPred != nil {
+			k := p.objPred.key()
+			if _, ok := preds[k]; !ok {
+				preds[k] = p.objPred
+			}
+			cp.pred = preds[k]
+		}
 		c.Policies = append(c.Policies, cp)
 		for _, t := range p.Targets {
 			if t.Kind == TargetGroup {
@@ -327,7 +337,7 @@ func (c *Compiled) addEntries(cp *CompiledPolicy, pidx, decl, fid int, a *Action
 			Filter: a.Info.Name, Params: a.Values, Stage: a.Stage, Callable: a.Callable,
 			PolicyID: cp.ID, PolicyName: p.Name, Line: p.Line, Target: t.String(), Info: a.Info,
 		},
-		fid: fid, del: a.Verb == VerbDelete, decl: decl, pidx: pidx, pred: p.objPred,
+		fid: fid, del: a.Verb == VerbDelete, decl: decl, pidx: pidx, pred: cp.pred,
 	}
 	add := func(level Level, tenant, bucket, key string) {
 		e := base
@@ -546,8 +556,10 @@ func union[K comparable](a, b map[K][]*entry) map[K]bool {
 }
 
 // view merges entry lists into one sorted by filter, then level and
-// declaration, most specific and latest first; after an unconditional
-// entry the rest of its filter's run can never win and is dropped.
+// declaration, most specific and latest first. Entries that can never win
+// are dropped: those after an unconditional entry of their filter, and
+// those after an entry of their filter with the same condition (when it
+// holds the earlier one wins, when it does not neither applies).
 func view(parts ...[]*entry) []*entry {
 	n := 0
 	for _, p := range parts {
@@ -565,12 +577,15 @@ func view(parts ...[]*entry) []*entry {
 		return a.outranks(b)
 	})
 	res := out[:0]
+	seen := map[*objPred]bool{}
 	for i := 0; i < len(out); {
 		f, cut := out[i].fid, false
+		clear(seen)
 		for ; i < len(out) && out[i].fid == f; i++ {
-			if !cut {
-				res = append(res, out[i])
-				cut = out[i].pred == nil
+			if e := out[i]; !cut && !seen[e.pred] {
+				res = append(res, e)
+				seen[e.pred] = true
+				cut = e.pred == nil
 			}
 		}
 	}
