@@ -20,6 +20,10 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/control"
+	"github.com/facet-sds/facet/internal/dataplane"
+	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/storage/fs"
@@ -70,11 +74,27 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	}
 	defer backend.Close()
 
+	registry := filter.NewBuiltinRegistry()
+	policies := control.New(control.Config{Store: store, Registry: registry, Logger: logger})
+	dataKeys, err := keys.New(masterKey, policies, 0)
+	if err != nil {
+		return fmt.Errorf("data keys: %w", err)
+	}
+	policies.SetKeys(dataKeys)
+	if err := policies.Reload(ctx); err != nil {
+		return fmt.Errorf("load policies: %w", err)
+	}
+	ctx, stopPolicies := context.WithCancel(ctx)
+	defer stopPolicies()
+	go policies.Run(ctx)
+
 	s3 := s3api.New(s3api.Config{
 		Backend: backend, Buckets: store, Auth: newAuthenticator(store), Logger: logger,
 		Domains: opts.Domains, Region: opts.Region,
+		Pipelines: policies, Decoders: dataplane.Decoders{Registry: registry, Env: filter.Env{Keys: dataKeys}},
 	})
-	adminHandler := admin.New(admin.Config{Store: store, Token: token, Logger: logger})
+	adminHandler := admin.New(admin.Config{Store: store, Token: token, Logger: logger,
+		Policies: policies, Usage: usage{buckets: store, backend: backend}})
 
 	s3ln, err := net.Listen("tcp", opts.S3Addr)
 	if err != nil {

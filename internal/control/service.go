@@ -1,0 +1,305 @@
+// Package control owns the policy service: it turns the policies stored in
+// the metadata store into the compiled, versioned table that the data plane
+// reads from memory on every request, keeps that table in step with the
+// store (a level-triggered reconcile loop on the store's change version),
+// and answers the control API's policy questions (validate, apply,
+// explain, filter registry, usage).
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/facet-sds/facet/internal/dataplane"
+	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/policy"
+	"github.com/facet-sds/facet/internal/s3api"
+)
+
+// Store is what the service needs from the metadata store. Only the
+// control plane calls it; the request path reads the compiled table.
+type Store interface {
+	PolicyVersion(ctx context.Context) (uint64, error)
+	Snapshot(ctx context.Context) (meta.Snapshot, error)
+	AddPolicies(ctx context.Context, ps []meta.NewPolicy) ([]meta.Policy, error)
+	ListTenants(ctx context.Context) ([]meta.Tenant, error)
+	ListGroups(ctx context.Context) ([]meta.Group, error)
+	ListBuckets(ctx context.Context, tenant string) ([]s3api.BucketEntry, error)
+}
+
+// Service compiles policies and serves the compiled table.
+type Service struct {
+	store    Store
+	registry *filter.Registry
+	env      filter.Env
+	log      *slog.Logger
+	poll     time.Duration
+
+	state  atomic.Pointer[state]
+	loadMu sync.Mutex // one reload at a time
+}
+
+// state is one compiled generation of the policy table, swapped atomically.
+type state struct {
+	version  uint64
+	table    *policy.Table
+	compiled *policy.Compiled
+	// dataKeys maps tenant to its current data-key id.
+	dataKeys map[string]string
+	// filters caches instances by filter and canonical parameters; a new
+	// generation starts empty.
+	filters sync.Map
+}
+
+// Config assembles a Service.
+type Config struct {
+	Store    Store
+	Registry *filter.Registry
+	// Keys, when set, is given to filters that encrypt.
+	Keys   filter.KeyProvider
+	Logger *slog.Logger
+	// Poll is how often the store's change version is checked (default
+	// 250 ms), which bounds how long other nodes take to see a change.
+	Poll time.Duration
+}
+
+// New returns a service with an empty table; call Reload before serving.
+func New(cfg Config) *Service {
+	s := &Service{store: cfg.Store, registry: cfg.Registry, env: filter.Env{Keys: cfg.Keys}, log: cfg.Logger, poll: cfg.Poll}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.poll <= 0 {
+		s.poll = 250 * time.Millisecond
+	}
+	empty, _ := policy.Compile(nil, nil)
+	s.state.Store(&state{table: empty.Static(), compiled: empty, dataKeys: map[string]string{}})
+	return s
+}
+
+// SetKeys sets the key provider given to encryption filters. It must be
+// called before serving; the provider itself usually reads CurrentKeyID
+// from this service.
+func (s *Service) SetKeys(k filter.KeyProvider) { s.env.Keys = k }
+
+// Version is the change version of the table in force.
+func (s *Service) Version() uint64 { return s.state.Load().version }
+
+// CurrentKeyID answers from memory which data-key id a tenant's new
+// objects use (keys.CurrentKeyIDs).
+func (s *Service) CurrentKeyID(_ context.Context, tenant string) (string, error) {
+	return s.state.Load().dataKeys[tenant], nil
+}
+
+// Run keeps the table in step with the store until ctx ends. It polls the
+// change version and rebuilds from a snapshot when it moved; a failed
+// reload keeps the last table (fail static) and is retried next tick.
+func (s *Service) Run(ctx context.Context) {
+	t := time.NewTicker(s.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		v, err := s.store.PolicyVersion(ctx)
+		if err != nil {
+			s.log.Warn("policy version check failed; keeping the current table", "err", err)
+			continue
+		}
+		if v == s.Version() {
+			continue
+		}
+		if err := s.Reload(ctx); err != nil {
+			s.log.Warn("policy reload failed; keeping the current table", "err", err)
+		}
+	}
+}
+
+// Reload rebuilds the table from the store.
+func (s *Service) Reload(ctx context.Context) error {
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	snap, err := s.store.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	vocab := s.vocabulary(nil)
+	vocab.AnyTarget = true // a target deleted since does not invalidate the rest
+	var pols []*policy.Policy
+	for _, sp := range snap.Policies {
+		if sp.State == meta.PolicyDisabled {
+			continue
+		}
+		parsed, err := policy.ParseAndCheck(sp.ID, sp.Text, vocab)
+		if err != nil || len(parsed) != 1 {
+			s.log.Error("stored policy no longer compiles; it is left out", "policy", sp.ID, "err", err)
+			continue
+		}
+		parsed[0].ID = sp.ID
+		if parsed[0].Name == "" {
+			parsed[0].Name = sp.Name
+		}
+		parsed[0].Line = sp.Line
+		pols = append(pols, parsed[0])
+	}
+	groups := map[string][]string{}
+	for _, g := range snap.Groups {
+		groups[g.Name] = g.Members
+	}
+	compiled, err := policy.Compile(pols, groups)
+	if err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
+	dk := map[string]string{}
+	for _, k := range snap.DataKeys {
+		dk[k.Tenant] = k.Current
+	}
+	s.state.Store(&state{version: snap.Version, table: compiled.Static(), compiled: compiled, dataKeys: dk})
+	s.log.Info("policy table loaded", "version", snap.Version, "policies", len(pols), "dynamic", len(compiled.Dynamic()))
+	return nil
+}
+
+// vocabulary is what policies are checked against. targets, when given,
+// lists the tenants, buckets and groups that exist.
+func (s *Service) vocabulary(targets *targetSet) *policy.StaticVocabulary {
+	v := &policy.StaticVocabulary{Filters: s.registry, Metrics: policy.DefaultMetrics(), ObjectTypes: policy.DefaultObjectTypes()}
+	if targets != nil {
+		v.Tenants, v.Buckets, v.Groups = targets.tenants, targets.buckets, targets.groups
+	}
+	return v
+}
+
+type targetSet struct{ tenants, buckets, groups []string }
+
+// targets reads what exists now, for validating new policies (control
+// plane only; never on the request path).
+func (s *Service) targets(ctx context.Context) (*targetSet, error) {
+	ts := &targetSet{}
+	tenants, err := s.store.ListTenants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tenants {
+		ts.tenants = append(ts.tenants, t.Name)
+		bs, err := s.store.ListBuckets(ctx, t.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bs {
+			ts.buckets = append(ts.buckets, t.Name+"/"+b.Name)
+		}
+	}
+	groups, err := s.store.ListGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		ts.groups = append(ts.groups, g.Name)
+	}
+	return ts, nil
+}
+
+// ForPut resolves the PUT pipeline of a request from the in-memory table.
+func (s *Service) ForPut(req *filter.Request) dataplane.Pipeline {
+	st := s.state.Load()
+	q := policy.Query{Tenant: req.Tenant, Bucket: req.Bucket, Key: req.Key, Size: req.Size,
+		ContentType: req.Header["content-type"], Tags: tagsOf(req.Header), Method: filter.MethodPut}
+	res := st.table.Resolve(q)
+	if res.Len() == 0 {
+		return dataplane.Pipeline{}
+	}
+	callable := req.Header["x-facet-run-filter"]
+	var p dataplane.Pipeline
+	for _, stage := range []filter.Stage{filter.StageGateway, filter.StageStorage} {
+		for _, step := range res.Stage(stage) {
+			if step.Callable && !listed(callable, step.Filter) {
+				continue
+			}
+			f, err := s.instance(st, step)
+			if err != nil {
+				// A filter that cannot be built fails requests rather
+				// than being skipped: skipping could drop encryption.
+				p.Steps = append(p.Steps, dataplane.Step{Stage: stage, Filter: brokenFilter{info: step.Info, err: err}, Policy: step.PolicyID})
+				continue
+			}
+			p.Steps = append(p.Steps, dataplane.Step{Stage: stage, Filter: f, Policy: step.PolicyID})
+		}
+	}
+	return p
+}
+
+func listed(header, name string) bool {
+	for _, n := range strings.Split(header, ",") {
+		if strings.EqualFold(strings.TrimSpace(n), name) {
+			return true
+		}
+	}
+	return false
+}
+
+func tagsOf(h map[string]string) map[string]string {
+	var tags map[string]string
+	for k, v := range h {
+		if t, ok := strings.CutPrefix(k, "x-amz-meta-"); ok {
+			if tags == nil {
+				tags = map[string]string{}
+			}
+			tags[t] = v
+		}
+	}
+	return tags
+}
+
+// instance returns the generation's filter instance for a step.
+func (s *Service) instance(st *state, step policy.Step) (filter.Filter, error) {
+	key := instanceKey(step)
+	if f, ok := st.filters.Load(key); ok {
+		return f.(filter.Filter), nil
+	}
+	f, err := step.Info.New(step.Params, s.env)
+	if err != nil {
+		return nil, fmt.Errorf("filter %s of policy %s: %w", step.Filter, step.PolicyID, err)
+	}
+	actual, _ := st.filters.LoadOrStore(key, f)
+	return actual.(filter.Filter), nil
+}
+
+func instanceKey(step policy.Step) string {
+	names := make([]string, 0, len(step.Params))
+	for k := range step.Params {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(step.Filter)
+	for _, k := range names {
+		b.WriteString("\x00" + k + "=" + step.Params[k])
+	}
+	return b.String()
+}
+
+// brokenFilter stands for a filter that could not be instantiated: it fails
+// the request with the reason.
+type brokenFilter struct {
+	info *filter.Info
+	err  error
+}
+
+func (b brokenFilter) Info() *filter.Info { return b.info }
+
+var errBroken = errors.New("filter unavailable")
+
+func (b brokenFilter) Transform(context.Context, *filter.Request, io.Reader) (io.Reader, error) {
+	return nil, fmt.Errorf("%w: %v", errBroken, b.err)
+}
