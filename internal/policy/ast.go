@@ -27,6 +27,9 @@ const (
 	TargetAll
 )
 
+// MarshalText renders the kind by name in JSON.
+func (k TargetKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
 func (k TargetKind) String() string {
 	switch k {
 	case TargetTenant:

@@ -76,17 +76,7 @@ func TestCheckClassifies(t *testing.T) {
 	}
 	p = checkOne(t, "FOR TENANT t1 WHEN GET_LAT > 300ms AND compressibility < 40% AND ops >= 10ops DO SET compression")
 	var th []float64
-	var walk func(Cond)
-	walk = func(c Cond) {
-		switch c := c.(type) {
-		case *BinaryCond:
-			walk(c.X)
-			walk(c.Y)
-		case *MetricCmp:
-			th = append(th, c.Threshold)
-		}
-	}
-	walk(p.Trigger)
+	walkMetrics(p.Trigger, func(m *MetricCmp) { th = append(th, m.Threshold) })
 	if len(th) != 3 || th[0] != 0.3 || th[1] != 0.4 || th[2] != 10 {
 		t.Errorf("thresholds = %v, want [0.3 0.4 10]", th)
 	}

@@ -17,18 +17,24 @@ const (
 // Dropped is a filter entry that was considered for a request and left
 // out, with why.
 type Dropped struct {
-	Step        // the entry; for a DELETE, Params is nil
-	Delete bool // the entry is a DELETE
-	Reason DropReason
-	By     *PolicyRef // the policy of the winning entry (overridden, deleted)
-	ByLvl  Level
-	Detail string // a sentence for people
+	Step              // the entry; for a DELETE, Params is nil
+	Delete bool       `json:"delete,omitempty"` // the entry is a DELETE
+	Reason DropReason `json:"reason"`
+	By     *Winner    `json:"by,omitempty"` // what won over it (overridden, deleted)
+	Detail string     `json:"detail"`       // a sentence for people
+}
+
+// Winner is the entry that took a dropped entry's place.
+type Winner struct {
+	PolicyRef
+	Level  Level  `json:"level"`
+	Target string `json:"target"`
 }
 
 // Explanation is a request's pipeline with the entries that lost.
 type Explanation struct {
-	Resolution Resolution
-	Dropped    []Dropped
+	Resolution Resolution `json:"resolution"`
+	Dropped    []Dropped  `json:"dropped"`
 }
 
 // Explain resolves q like Resolve and also reports every entry whose
@@ -53,12 +59,17 @@ func (t *Table) Explain(q Query) Explanation {
 		}
 	}
 	ex := Explanation{Resolution: resolution(w, q.Method)}
+	reported := map[int]bool{} // by decl: an action reaching q through two targets is one entry
 	for i, e := range cands {
+		win := w[e.fid]
+		if win != nil && win != e && win.decl == e.decl || reported[e.decl] && win != e {
+			continue
+		}
+		reported[e.decl] = true
 		d := Dropped{Step: e.step, Delete: e.del}
 		if e.del {
 			d.Params = nil
 		}
-		win := w[e.fid]
 		switch {
 		case win == e:
 			if e.del || e.methodOK(q.Method) {
@@ -75,7 +86,7 @@ func (t *Table) Explain(q Query) Explanation {
 			d.Detail = fmt.Sprintf("object condition %s is false for this request", e.pred.text)
 		default:
 			ref := t.c.Policies[win.pidx].Ref()
-			d.By, d.ByLvl = &ref, win.level
+			d.By = &Winner{PolicyRef: ref, Level: win.level, Target: win.step.Target}
 			d.Reason = DropOverridden
 			verb := "overridden"
 			if win.del {
@@ -109,7 +120,7 @@ func EvalMetrics(c Cond, value func(metric string) (float64, bool)) bool {
 			name = c.Metric
 		}
 		v, ok := value(name)
-		return ok && compareFloat(v, c.Op, c.Threshold)
+		return ok && compare(v, c.Op, c.Threshold)
 	case *ObjectCmp:
 		return true
 	}

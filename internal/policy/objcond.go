@@ -50,7 +50,7 @@ func (p *objPred) eval(q *Query) bool {
 		if q.Size < 0 {
 			return false // unknown size: no size condition holds
 		}
-		return compareInt(q.Size, p.op, p.size)
+		return compare(q.Size, p.op, p.size)
 	case predName:
 		var m bool
 		switch p.globKind {
@@ -73,25 +73,8 @@ func (p *objPred) eval(q *Query) bool {
 	return false
 }
 
-func compareInt(a int64, op CmpOp, b int64) bool {
-	switch op {
-	case OpLT:
-		return a < b
-	case OpLE:
-		return a <= b
-	case OpGT:
-		return a > b
-	case OpGE:
-		return a >= b
-	case OpEQ:
-		return a == b
-	case OpNE:
-		return a != b
-	}
-	return false
-}
-
-func compareFloat(a float64, op CmpOp, b float64) bool {
+// compare applies op to a and b.
+func compare[T int64 | float64](a T, op CmpOp, b T) bool {
 	switch op {
 	case OpLT:
 		return a < b

@@ -35,6 +35,9 @@ const (
 	LevelVolume
 )
 
+// MarshalText renders the level by name in JSON.
+func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
 func (l Level) String() string {
 	switch l {
 	case LevelAll:
@@ -56,22 +59,22 @@ func (l Level) String() string {
 // Step is one filter of a resolved pipeline and where it came from.
 // Params is shared by every request: never modify it.
 type Step struct {
-	Filter     string
-	Params     filter.Params
-	Stage      filter.Stage
-	Callable   bool
-	PolicyID   string
-	PolicyName string
-	Line       int
-	Target     string // the policy's target as written: "TENANT t1", "GROUP g1", "ALL"
-	Level      Level
-	Info       *filter.Info
+	Filter     string        `json:"filter"`
+	Params     filter.Params `json:"params,omitempty"`
+	Stage      filter.Stage  `json:"stage,omitempty"`
+	Callable   bool          `json:"callable,omitempty"`
+	PolicyID   string        `json:"policyId"`
+	PolicyName string        `json:"policyName,omitempty"`
+	Line       int           `json:"line"`
+	Target     string        `json:"target"` // the policy's target as written: "TENANT t1", "GROUP g1", "ALL"
+	Level      Level         `json:"level"`
+	Info       *filter.Info  `json:"-"`
 }
 
 // Resolution is a request's pipeline: the steps per stage, in order.
 type Resolution struct {
-	Gateway []Step
-	Storage []Step
+	Gateway []Step `json:"gateway"`
+	Storage []Step `json:"storage"`
 }
 
 // Stage returns the steps of stage s.
@@ -90,9 +93,9 @@ func (r Resolution) Len() int { return len(r.Gateway) + len(r.Storage) }
 
 // PolicyRef names a policy in warnings and explanations.
 type PolicyRef struct {
-	ID   string
-	Name string
-	Line int
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	Line int    `json:"line"`
 }
 
 func (r PolicyRef) String() string { return fmt.Sprintf("policy %s (line %d)", r.ID, r.Line) }
@@ -100,17 +103,17 @@ func (r PolicyRef) String() string { return fmt.Sprintf("policy %s (line %d)", r
 // SLO is an SLO record compiled from SET/DELETE bandwidth (per tenant) or
 // SET/DELETE throttle (per volume).
 type SLO struct {
-	Kind   SLOKind
-	Delete bool
-	Params filter.Params // canonical: rates in bytes/s, ops in ops/s
+	Kind   SLOKind       `json:"kind"`
+	Delete bool          `json:"delete,omitempty"`
+	Params filter.Params `json:"params,omitempty"` // canonical: rates in bytes/s, ops in ops/s
 	// Target is the tenant or volume; "" for ALL.
-	Target     string
-	Level      Level
-	Group      string // the group the tenant was reached through, if any
-	PolicyID   string
-	PolicyName string
-	Line       int
-	Dynamic    bool
+	Target     string `json:"target,omitempty"`
+	Level      Level  `json:"level"`
+	Group      string `json:"group,omitempty"` // the group the tenant was reached through, if any
+	PolicyID   string `json:"policyId"`
+	PolicyName string `json:"policyName,omitempty"`
+	Line       int    `json:"line"`
+	Dynamic    bool   `json:"dynamic,omitempty"`
 }
 
 // CompiledPolicy is a policy as the compiler keeps it.
@@ -183,15 +186,7 @@ func (e *entry) outranks(cur *entry) bool {
 }
 
 func (e *entry) methodOK(m filter.Method) bool {
-	if m == "" || e.step.Info == nil || len(e.step.Info.Methods) == 0 {
-		return true
-	}
-	for _, x := range e.step.Info.Methods {
-		if x == m {
-			return true
-		}
-	}
-	return false
+	return m == "" || e.step.Info == nil || runsOn(e.step.Info, m)
 }
 
 // matches reports whether e's target covers q (conditions aside).
@@ -309,25 +304,24 @@ func Compile(policies []*Policy, groups map[string][]string, opts ...Option) (*C
 
 func triggerMetrics(c Cond) []string {
 	set := map[string]bool{}
-	var walk func(Cond)
-	walk = func(c Cond) {
-		switch c := c.(type) {
-		case *BinaryCond:
-			walk(c.X)
-			walk(c.Y)
-		case *MetricCmp:
-			set[c.Info.Name] = true
-		}
-	}
-	if c != nil {
-		walk(c)
-	}
+	walkMetrics(c, func(m *MetricCmp) { set[m.Info.Name] = true })
 	out := make([]string, 0, len(set))
 	for m := range set {
 		out = append(out, m)
 	}
 	sort.Strings(out)
 	return out
+}
+
+// walkMetrics calls fn on the metric comparisons of c, left to right.
+func walkMetrics(c Cond, fn func(*MetricCmp)) {
+	switch c := c.(type) {
+	case *BinaryCond:
+		walkMetrics(c.X, fn)
+		walkMetrics(c.Y, fn)
+	case *MetricCmp:
+		fn(c)
+	}
 }
 
 func (c *Compiled) addEntries(cp *CompiledPolicy, pidx, decl, fid int, a *Action, t *Target) {

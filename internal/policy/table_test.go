@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -95,7 +96,7 @@ P3: FOR CONTAINER T1/C1 DO DELETE COMPRESSION`, nil)
 		t.Fatalf("dropped = %+v", ex.Dropped)
 	}
 	d := ex.Dropped[0]
-	if d.Filter != "compression" || d.Reason != DropDeleted || d.By == nil || d.By.ID != "P3" || d.ByLvl != LevelBucket ||
+	if d.Filter != "compression" || d.Reason != DropDeleted || d.By == nil || d.By.ID != "P3" || d.By.Level != LevelBucket || d.By.Target != "CONTAINER T1/C1" ||
 		d.Detail != "deleted by policy P3 (line 3) at bucket level (CONTAINER T1/C1)" {
 		t.Errorf("dropped = %+v", d)
 	}
@@ -569,5 +570,31 @@ func TestResolveMatchesExplain(t *testing.T) {
 				t.Fatalf("table %d, %+v:\nResolve: %s\nExplain: %s", ti, qq, pipeline(fast, "compression"), pipeline(slow, "compression"))
 			}
 		}
+	}
+}
+
+// TestExplainOneActionManyTargets: an action that reaches a request
+// through several targets is reported once, not as overriding itself.
+func TestExplainOneActionManyTargets(t *testing.T) {
+	c := compile(t, `FOR TENANT t1, BUCKET t1/b1 DO SET noop
+FOR G:web DO SET compression TO OBJECT_TYPE=DOCS`, map[string][]string{"web": {"t1", "t1/b1"}})
+	ex := c.Static().Explain(q("t1", "b1", "x.bin"))
+	if got := pipeline(ex.Resolution); got != "gateway: noop | storage: " {
+		t.Errorf("pipeline = %s", got)
+	}
+	if len(ex.Dropped) != 1 || ex.Dropped[0].Filter != "compression" || ex.Dropped[0].Reason != DropCondition {
+		t.Errorf("dropped = %+v", ex.Dropped)
+	}
+	if s := ex.Resolution.Gateway[0]; s.Level != LevelBucket || s.Target != "BUCKET t1/b1" {
+		t.Errorf("the most specific target is the one reported: %+v", s)
+	}
+	js, err := json.Marshal(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"resolution":{"gateway":[{"filter":"noop","stage":"gateway","policyId":"#1","line":1,"target":"BUCKET t1/b1","level":"bucket"}],"storage":[]},` +
+		`"dropped":[{"filter":"compression","params":{"engine":"zstd","frame":"1048576","level":"3"},"stage":"gateway","policyId":"#2","line":2,"target":"G:web","level":"group","reason":"condition","detail":"object condition OBJECT_TYPE=DOCS is false for this request"}]}`
+	if string(js) != want {
+		t.Errorf("JSON:\n%s\nwant:\n%s", js, want)
 	}
 }

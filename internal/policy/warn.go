@@ -11,10 +11,10 @@ import (
 // the author meant: a pipeline order that defeats a filter, a policy that
 // silently replaces another, a DELETE that removes nothing, an empty group.
 type Warning struct {
-	PolicyID string // the policy the warning is about (the later one)
-	Line     int
-	Msg      string
-	Policies []PolicyRef // every policy involved
+	PolicyID string      `json:"policyId"` // the policy the warning is about (the later one)
+	Line     int         `json:"line"`
+	Msg      string      `json:"message"`
+	Policies []PolicyRef `json:"policies"` // every policy involved
 }
 
 func (w Warning) String() string { return fmt.Sprintf("line %d: %s", w.Line, w.Msg) }
