@@ -182,17 +182,45 @@ type frameEncoder struct {
 }
 
 func (e *frameEncoder) Read(p []byte) (int, error) {
+	if err := e.fill(); err != nil {
+		return 0, err
+	}
+	n := copy(p, e.pending)
+	e.pending = e.pending[n:]
+	return n, nil
+}
+
+// WriteTo hands encoded frames to w without copying them into a caller's
+// buffer first.
+func (e *frameEncoder) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if err := e.fill(); err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return total, err
+		}
+		n, err := w.Write(e.pending)
+		total += int64(n)
+		e.pending = e.pending[n:]
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// fill makes pending non-empty, or returns why it cannot.
+func (e *frameEncoder) fill() error {
 	for len(e.pending) == 0 {
 		if e.err != nil {
-			return 0, e.err
+			return e.err
 		}
 		if e.err = e.next(); e.err != nil {
 			e.release()
 		}
 	}
-	n := copy(p, e.pending)
-	e.pending = e.pending[n:]
-	return n, nil
+	return nil
 }
 
 // next encodes the following frame into pending.
@@ -439,17 +467,8 @@ type frameDecoder struct {
 }
 
 func (d *frameDecoder) Read(p []byte) (int, error) {
-	for len(d.cur) == 0 {
-		if d.err != nil {
-			return 0, d.err
-		}
-		if d.left == 0 {
-			d.err = io.EOF
-			return 0, io.EOF
-		}
-		if d.err = d.load(); d.err != nil {
-			return 0, d.err
-		}
+	if err := d.fill(); err != nil {
+		return 0, err
 	}
 	n := copy(p, d.cur)
 	d.cur = d.cur[n:]
@@ -462,18 +481,11 @@ func (d *frameDecoder) Read(p []byte) (int, error) {
 func (d *frameDecoder) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	for {
-		for len(d.cur) == 0 {
-			if d.err != nil {
-				if d.err == io.EOF {
-					return total, nil
-				}
-				return total, d.err
+		if err := d.fill(); err != nil {
+			if err == io.EOF {
+				err = nil
 			}
-			if d.left == 0 {
-				d.err = io.EOF
-				continue
-			}
-			d.err = d.load()
+			return total, err
 		}
 		n, err := w.Write(d.cur)
 		total += int64(n)
@@ -483,6 +495,21 @@ func (d *frameDecoder) WriteTo(w io.Writer) (int64, error) {
 			return total, err
 		}
 	}
+}
+
+// fill makes cur non-empty, or returns why it cannot.
+func (d *frameDecoder) fill() error {
+	for len(d.cur) == 0 {
+		if d.err != nil {
+			return d.err
+		}
+		if d.left == 0 {
+			d.err = io.EOF
+		} else {
+			d.err = d.load()
+		}
+	}
+	return nil
 }
 
 // load reads and checks frame d.next and points cur at the part of it

@@ -366,6 +366,32 @@ func TestCompressionWriteToErrors(t *testing.T) {
 	}
 }
 
+// io.Copy takes the encoder's WriteTo: same stream, same record.
+func TestCompressionEncodeWriteTo(t *testing.T) {
+	f := newFilter(t, NewBuiltinRegistry(), "compression", compressionParams("zstd", testFrame), Env{})
+	plain := mixedData(7*testFrame + 3)
+	want, wantRec := encode(t, f, plain)
+	r, rec, err := f.(Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if _, err := io.Copy(&got, r); err != nil {
+		t.Fatal(err)
+	}
+	gotRec, err := rec()
+	if err != nil || !bytes.Equal(got.Bytes(), want) || gotRec.Size != wantRec.Size || gotRec.Params["index"] != wantRec.Params["index"] {
+		t.Fatalf("WriteTo produced another stream or record: %v", err)
+	}
+	r, rec, _ = f.(Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
+	if _, err := io.Copy(&failWriter{after: 1000}, r); err == nil || err.Error() != "client went away" {
+		t.Fatalf("WriteTo to a failing writer: %v", err)
+	}
+	if _, err := rec(); err == nil {
+		t.Fatal("record of an unfinished stream")
+	}
+}
+
 func TestCompressionParams(t *testing.T) {
 	reg := NewBuiltinRegistry()
 	in, _ := reg.Lookup("compression")

@@ -102,7 +102,12 @@ func (f *encryption) Encode(ctx context.Context, req *Request, plain io.Reader) 
 		return nil, nil, fmt.Errorf("%s: %w", encryptionName, err)
 	}
 	out := &countingReader{r: enc}
+	tenant := req.Tenant
+	var done *Record
 	rec := func() (Record, error) {
+		if done != nil {
+			return *done, nil // the object key is gone: seal it once
+		}
 		if !out.eof {
 			return Record{}, fmt.Errorf("%s: record requested before the stream reached EOF", encryptionName)
 		}
@@ -117,9 +122,9 @@ func (f *encryption) Encode(ctx context.Context, req *Request, plain io.Reader) 
 		if _, err := rand.Read(nonce); err != nil {
 			return Record{}, fmt.Errorf("%s: nonce: %w", encryptionName, err)
 		}
-		sealed := aead.Seal(nil, nonce, objKey, sealAD(req.Tenant, kid, int64(plainSize)))
+		sealed := aead.Seal(nil, nonce, objKey, sealAD(tenant, kid, int64(plainSize)))
 		clear(objKey)
-		return Record{
+		done = &Record{
 			Filter:  encryptionName,
 			Version: encryptionVersion,
 			Params: map[string]string{
@@ -131,7 +136,8 @@ func (f *encryption) Encode(ctx context.Context, req *Request, plain io.Reader) 
 				"plain":  strconv.FormatUint(plainSize, 10),
 			},
 			Size: out.n,
-		}, nil
+		}
+		return *done, nil
 	}
 	return out, rec, nil
 }

@@ -259,6 +259,27 @@ func TestEncryptionKeyIDs(t *testing.T) {
 	}
 }
 
+// The data plane may ask for a record more than once; the object key is
+// sealed once and the answer stays the same.
+func TestEncryptionRecordTwice(t *testing.T) {
+	f := newEncryption(t, newTestKeys())
+	plain := textData(1, 3000)
+	r, rec, err := f.(Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := io.ReadAll(r)
+	first, err1 := rec()
+	second, err2 := rec()
+	if err1 != nil || err2 != nil || first.Params["sealed"] != second.Params["sealed"] {
+		t.Fatalf("records differ: %v, %v", err1, err2)
+	}
+	got, err := readRange(decode(t, f, second, newMemSource(stored)), 0, int64(len(plain)))
+	if err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("second record does not decode: %v", err)
+	}
+}
+
 func TestEncryptionSourceErrors(t *testing.T) {
 	f := newEncryption(t, newTestKeys())
 	plain := textData(3, 4*darePayload)
