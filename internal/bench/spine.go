@@ -175,6 +175,8 @@ func measure(name string, sc SpineScenario, op func(i int) error) measured {
 // gateway is a `facet serve` stack running in this process, reached over
 // loopback HTTP like any client would.
 type gateway struct {
+	adminURL  string
+	token     string
 	s3URL     string
 	accessKey string
 	secret    string
@@ -221,6 +223,7 @@ func startGateway(ctx context.Context, dir string) (*gateway, error) {
 		return nil, fmt.Errorf("create tenant: status %d: %v", resp.StatusCode, err)
 	}
 	return &gateway{
+		adminURL: "http://" + addrs[1], token: token,
 		s3URL: "http://" + addrs[0], accessKey: created.AccessKey, secret: created.SecretKey,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}},
 		signer: v4.NewSigner(), stop: stop,
@@ -258,4 +261,24 @@ func (g *gateway) do(ctx context.Context, method, path string, body []byte, size
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	return err
+}
+
+// applyPolicy posts DSL text to the gateway's admin API.
+func (g *gateway) applyPolicy(ctx context.Context, text string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.adminURL+"/v1/policies", bytes.NewReader([]byte(text)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+g.token)
+	req.Header.Set("Content-Type", "text/plain")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+		return fmt.Errorf("apply policy: %d %s", resp.StatusCode, msg)
+	}
+	return nil
 }
