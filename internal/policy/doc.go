@@ -78,4 +78,18 @@
 // Parse and Check stop at the first error, an *Error that carries the
 // position, the source line, a caret under the fault and, when the
 // vocabulary has a close name, a suggestion.
+//
+// # Use
+//
+//	ps, err := policy.ParseAndCheck("request", text, vocab) // *Error on failure
+//	c, err := policy.Compile(allPolicies, groups)           // c.Warnings: bad orders...
+//	t := c.Static()                                         // or c.Table(activeDynamicIDs...)
+//	r := t.Resolve(policy.Query{Tenant: "t1", Bucket: "b1", Key: k, Size: n, Method: filter.MethodPut})
+//
+// A Table is immutable and safe for concurrent use; the data plane swaps
+// whole tables. Resolve does a few map lookups over views precomputed per
+// tenant, bucket and object, then evaluates only the object conditions
+// that could change the answer; it allocates the returned steps once.
+// Its cost grows with the number of distinct conditional entries that
+// cover one request, not with the number of policies.
 package policy

@@ -141,14 +141,13 @@ type Compiled struct {
 	Policies []*CompiledPolicy // in the order given
 	Warnings []Warning
 
-	entries  []*entry    // filter entries in declaration order
-	slos     []*sloEntry // SLO entries in declaration order
-	byID     map[string]int
-	filters  []string // filter names by id
-	static   *Table
-	rules    []OrderRule
-	groups   map[string][]string
-	groupRef map[string][]int // group -> policies naming it
+	entries []*entry    // filter entries in declaration order
+	slos    []*sloEntry // SLO entries in declaration order
+	byID    map[string]int
+	filters []string // filter names by id
+	static  *Table
+	rules   []OrderRule
+	groups  map[string][]string
 }
 
 // entry is one action of one policy for one target (a group target gives
@@ -233,9 +232,10 @@ func WithOrderRules(rules ...OrderRule) Option {
 // Compile turns checked policies, in declaration order, into lookup
 // tables. groups maps a group name to its members, each "tenant" or
 // "tenant/bucket". Policies with an empty ID get their Name, or "#N" for
-// the N-th policy (1-based); IDs must be unique.
+// the N-th policy (1-based); IDs must be unique. The result refers to the
+// policies: do not modify or re-check them afterwards.
 func Compile(policies []*Policy, groups map[string][]string, opts ...Option) (*Compiled, error) {
-	c := &Compiled{byID: map[string]int{}, rules: DefaultOrderRules(), groups: map[string][]string{}, groupRef: map[string][]int{}}
+	c := &Compiled{byID: map[string]int{}, rules: DefaultOrderRules(), groups: map[string][]string{}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -275,11 +275,6 @@ func Compile(policies []*Policy, groups map[string][]string, opts ...Option) (*C
 			cp.pred = preds[k]
 		}
 		c.Policies = append(c.Policies, cp)
-		for _, t := range p.Targets {
-			if t.Kind == TargetGroup {
-				c.groupRef[t.Name] = append(c.groupRef[t.Name], i)
-			}
-		}
 		for _, a := range p.Actions {
 			decl++
 			if a.SLO != "" {
