@@ -615,3 +615,47 @@ func libraryReader(b *testing.B, eng string, r io.Reader) io.Reader {
 		return lz4.NewReader(r)
 	}
 }
+
+// FuzzCompressionDecode alters a stored stream and its index: decoding
+// must never panic, and whatever it returns without an error must be the
+// plaintext that was written.
+func FuzzCompressionDecode(f *testing.F) {
+	reg := NewBuiltinRegistry()
+	plain := mixedData(3*testFrame + 100)
+	type sample struct {
+		stored []byte
+		rec    Record
+	}
+	var samples []sample
+	for _, eng := range engines {
+		stored, rec := encode(f, newFilter(f, reg, "compression", compressionParams(eng, testFrame), Env{}), plain)
+		samples = append(samples, sample{stored, rec})
+	}
+	f.Add(uint8(0), uint32(0), uint8(1), "", int64(0))
+	f.Add(uint8(1), uint32(70000), uint8(0x80), "", int64(5))
+	f.Add(uint8(2), uint32(3), uint8(0), "AAAA", int64(testFrame-1))
+	dec := newFilter(f, reg, "compression", nil, Env{}).(*compression)
+	f.Fuzz(func(t *testing.T, which uint8, pos uint32, flip uint8, index string, off int64) {
+		s := samples[int(which)%len(samples)]
+		stored := bytes.Clone(s.stored)
+		stored[int(pos)%len(stored)] ^= flip
+		rec := s.rec
+		if index != "" {
+			rec.Params = cloneParams(s.rec.Params)
+			rec.Params["index"] = index
+		}
+		src, err := dec.Decode(context.Background(), testReq, rec, newMemSource(stored))
+		if err != nil {
+			return
+		}
+		size := src.Size()
+		if size != int64(len(plain)) {
+			t.Fatalf("decoded size %d, wrote %d", size, len(plain))
+		}
+		off = (off%size + size) % size
+		got, err := readRange(src, off, size-off)
+		if err == nil && !bytes.Equal(got, plain[off:]) {
+			t.Fatalf("wrong data without an error (byte %d ^ %#x)", int(pos)%len(stored), flip)
+		}
+	})
+}
