@@ -3,6 +3,7 @@ package dataplane
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"strconv"
@@ -196,7 +197,7 @@ func TestPartsPlanConcat(t *testing.T) {
 			t.Fatal(err)
 		}
 		plan, _ := planOf()
-		plans = append(plans, PartPlan{Stored: part.StoredSize, Plan: plan})
+		plans = append(plans, PartPlan{Size: int64(n), Stored: part.StoredSize, Plan: plan})
 		cps = append(cps, storage.CompletePart{Number: i + 1, ETag: part.ETag})
 	}
 	enc, err := EncodeParts(plans)
@@ -221,6 +222,17 @@ func TestPartsPlanConcat(t *testing.T) {
 		if !bytes.Equal(got, all[r[0]:r[0]+r[1]]) {
 			t.Fatalf("range %v: got %q...", r, got[:min(len(got), 20)])
 		}
+	}
+
+	// A part whose recorded logical size disagrees with what it decodes to
+	// is refused, not served short or long.
+	plans[2].Size++
+	if enc, err = EncodeParts(plans); err != nil {
+		t.Fatal(err)
+	}
+	info.Meta.System = map[string]string{PartsKey: enc}
+	if _, err := (Decoders{Registry: reg}).Logical(ctx, &filter.Request{}, st, info); !errors.Is(err, filter.ErrIntegrity) {
+		t.Fatalf("part with a wrong recorded size: %v; want ErrIntegrity", err)
 	}
 }
 

@@ -14,8 +14,11 @@ import (
 // of a multipart object whose parts went through filters.
 const PartsKey = "facet.parts"
 
-// PartPlan is one part's stored length and reverse plan.
+// PartPlan is one part's logical and stored lengths and reverse plan.
+// The logical length answers GET ?partNumber=N: the backend only knows
+// stored part sizes, which filters change.
 type PartPlan struct {
+	Size   int64 `json:"s"`
 	Stored int64 `json:"n"`
 	Plan   Plan  `json:"p"`
 }
@@ -54,7 +57,23 @@ func decodeParts(s string) ([]PartPlan, error) {
 	if pp.Version != planVersion {
 		return nil, fmt.Errorf("decode part plans: unsupported version %d", pp.Version)
 	}
+	for i, p := range pp.Parts {
+		if p.Size < 0 || p.Stored < 0 {
+			return nil, fmt.Errorf("decode part plans: part %d is malformed", i+1)
+		}
+	}
 	return pp.Parts, nil
+}
+
+// PartPlansOf returns the per-part plans recorded in system metadata, or
+// nil when the object is not a multipart object whose parts went through
+// filters.
+func PartPlansOf(system map[string]string) ([]PartPlan, error) {
+	s := system[PartsKey]
+	if s == "" {
+		return nil, nil
+	}
+	return decodeParts(s)
 }
 
 // Transformed reports whether an object's stored bytes differ from what
@@ -67,8 +86,8 @@ func Transformed(m storage.ObjectMeta) bool {
 // plan (or each part's) undone over the stored bytes.
 func (d Decoders) Logical(ctx context.Context, req *filter.Request, b storage.Backend, info storage.ObjectInfo) (filter.Source, error) {
 	stored := &StoredSource{Backend: b, Bucket: info.Bucket, Key: info.Key, Info: info}
-	if s := info.Meta.System[PartsKey]; s != "" {
-		parts, err := decodeParts(s)
+	if info.Meta.System[PartsKey] != "" {
+		parts, err := PartPlansOf(info.Meta.System)
 		if err != nil {
 			return nil, err
 		}
@@ -80,6 +99,9 @@ func (d Decoders) Logical(ctx context.Context, req *filter.Request, b storage.Ba
 				if src, err = d.Open(ctx, req, p.Plan, src); err != nil {
 					return nil, fmt.Errorf("part %d: %w", i+1, err)
 				}
+			}
+			if src.Size() != p.Size {
+				return nil, fmt.Errorf("part %d decodes to %d bytes, recorded %d: %w", i+1, src.Size(), p.Size, filter.ErrIntegrity)
 			}
 			srcs = append(srcs, src)
 			off += p.Stored

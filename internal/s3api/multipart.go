@@ -277,7 +277,7 @@ func recordPartPlans(meta *storage.ObjectMeta, parts []storage.Part) error {
 		if err != nil {
 			return fmt.Errorf("part %d: %w", p.Number, err)
 		}
-		plans[i] = dataplane.PartPlan{Stored: p.StoredSize, Plan: plan}
+		plans[i] = dataplane.PartPlan{Size: p.Size, Stored: p.StoredSize, Plan: plan}
 	}
 	enc, err := dataplane.EncodeParts(plans)
 	if err != nil || enc == "" {

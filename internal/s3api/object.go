@@ -361,7 +361,19 @@ func resetHeaders(h http.Header) {
 // partRange returns the byte range of part n of a multipart object (a
 // simple object is one part).
 func partRange(info storage.ObjectInfo, n int) (*storage.Range, error) {
+	// The backend records stored part sizes; when filters changed the
+	// parts, their logical sizes are in the part plans.
 	sizes := info.Meta.PartSizes
+	plans, err := dataplane.PartPlansOf(info.Meta.System)
+	if err != nil {
+		return nil, s3err.Wrap(s3err.InternalError, err)
+	}
+	if plans != nil {
+		sizes = make([]int64, len(plans))
+		for i, p := range plans {
+			sizes[i] = p.Size
+		}
+	}
 	if len(sizes) == 0 {
 		sizes = []int64{info.Meta.Size}
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/facet-sds/facet/internal/dataplane"
+	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/storage"
 )
 
@@ -97,5 +99,40 @@ func TestCopySource(t *testing.T) {
 	}
 	if _, _, err := copySource("nokey"); err == nil {
 		t.Fatal("accepted")
+	}
+}
+
+func TestPartRangeUsesLogicalSizesOfFilteredParts(t *testing.T) {
+	plans := []dataplane.PartPlan{
+		{Size: 5 << 20, Stored: 1000, Plan: dataplane.Plan{Records: []filter.Record{{Filter: "compression", Version: 1, Size: 1000}}}},
+		{Size: 5 << 20, Stored: 5<<20 + 100, Plan: dataplane.Plan{Records: []filter.Record{{Filter: "encryption", Version: 1, Size: 5<<20 + 100}}}},
+		{Size: 7, Stored: 7},
+	}
+	enc, err := dataplane.EncodeParts(plans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := storage.ObjectInfo{Meta: storage.ObjectMeta{
+		Size: 10<<20 + 7, PartsCount: 3,
+		PartSizes: []int64{1000, 5<<20 + 100, 7}, // stored sizes, as the backend records them
+		System:    map[string]string{dataplane.PartsKey: enc},
+	}}
+	for n, want := range map[int]storage.Range{
+		1: {Start: 0, Length: 5 << 20},
+		2: {Start: 5 << 20, Length: 5 << 20},
+		3: {Start: 10 << 20, Length: 7},
+	} {
+		got, err := partRange(info, n)
+		if err != nil || *got != want {
+			t.Errorf("partRange(part %d) = %+v, %v; want %+v", n, got, err, want)
+		}
+	}
+	if _, err := partRange(info, 4); err == nil {
+		t.Errorf("partRange(part 4 of 3) succeeded")
+	}
+	// Without filters the backend's sizes are the logical ones.
+	plain := storage.ObjectInfo{Meta: storage.ObjectMeta{Size: 12, PartsCount: 2, PartSizes: []int64{5, 7}}}
+	if got, err := partRange(plain, 2); err != nil || *got != (storage.Range{Start: 5, Length: 7}) {
+		t.Errorf("partRange(plain part 2) = %+v, %v", got, err)
 	}
 }
