@@ -40,7 +40,7 @@ const (
 
 	minFrame     = 64 << 10
 	maxFrame     = 16 << 20
-	defaultFrame = 1 << 20
+	defaultFrame = 256 << 10
 	crcSize      = 4
 
 	// maxPlain bounds a record's plaintext size far above any object,
