@@ -84,7 +84,7 @@ func TestCompressionLevelsAndDefaultFrame(t *testing.T) {
 			}
 		}
 	}
-	big := textData(4, defaultFrame+300<<10) // a full frame and a partial one
+	big := textData(4, defaultFrame+defaultFrame/2) // a full frame and a partial one
 	f := newFilter(t, reg, "compression", nil, Env{})
 	stored, rec := encode(t, f, big)
 	if rec.Params["frame"] != strconv.Itoa(defaultFrame) || rec.Params["engine"] != "zstd" {
