@@ -52,7 +52,7 @@ func newBenchCommand() *cobra.Command {
 	}
 	spine.Flags().StringVar(&dir, "dir", "", "data directory (default: a temporary one, removed afterwards)")
 	spine.Flags().BoolVar(&quick, "quick", false, "small run, for smoke tests")
-	cmd.AddCommand(spine, newBenchPipelineCommand(), newBenchRunCommand(), newBenchReplayCommand(), newBenchCompareCommand(),
+	cmd.AddCommand(spine, newBenchPipelineCommand(), newBenchRangeCommand(), newBenchRunCommand(), newBenchReplayCommand(), newBenchCompareCommand(),
 		newBenchTraceCommand(), newBenchDatagenCommand())
 	return cmd
 }
