@@ -57,6 +57,9 @@ e2e-py: build $(VENV)/.installed
 # the figures go to docs/benchmarks.md.
 bench: build
 	./$(BIN) bench spine
+	./$(BIN) bench pipeline
+	./$(BIN) bench range
+	$(GO) test -run='^$$' -bench='Compression|Decompression|Encryption|Noop' -benchtime=2s -cpu=1 ./internal/filter/
 
 # A local Redis for `facet serve --meta $$(scripts/redis.sh url)`.
 redis-start:
