@@ -81,7 +81,7 @@ func (s *Server) receivePayload(req *request, limit int64, meta storage.ObjectMe
 	// The backend reads to EOF or fails; either way the payload is done
 	// with once the handler returns.
 	req.onDone(func() { _ = p.Close() })
-	body, sealPlan, err := s.encodeForStorage(req, size, p)
+	body, sealPlan, err := s.encodeForStorage(req, size, s.observer.Body(&req.obs, &countingBody{r: p, o: &req.obs}))
 	if err != nil {
 		return storage.PutInput{}, err
 	}

@@ -56,6 +56,8 @@ type Config struct {
 	Pipelines Pipelines
 	// Decoders undo the filters recorded in objects' metadata.
 	Decoders dataplane.Decoders
+	// Observer is told about every request; nil observes nothing.
+	Observer Observer
 }
 
 // Server is the S3 API. Each S3 operation is a method on it.
@@ -71,6 +73,7 @@ type Server struct {
 
 	pipelines Pipelines
 	decoders  dataplane.Decoders
+	observer  Observer
 }
 
 // New returns a Server.
@@ -78,7 +81,10 @@ func New(cfg Config) *Server {
 	s := &Server{
 		backend: cfg.Backend, buckets: cfg.Buckets, auth: cfg.Auth, log: cfg.Logger,
 		domains: cfg.Domains, region: cfg.Region, maxPut: cfg.MaxObjectSize, now: time.Now,
-		pipelines: cfg.Pipelines, decoders: cfg.Decoders,
+		pipelines: cfg.Pipelines, decoders: cfg.Decoders, observer: cfg.Observer,
+	}
+	if s.observer == nil {
+		s.observer = noObserver{}
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -103,6 +109,7 @@ type request struct {
 	body      RequestBody
 	op        operation
 	cleanups  []func()
+	obs       Observation
 }
 
 // onDone registers f to run when the handler has returned.
@@ -166,6 +173,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	w := &statusWriter{ResponseWriter: rw}
 	req := &request{Request: r, id: newRequestID()}
+	req.obs = Observation{Method: r.Method, Start: start}
 	w.Header().Set("x-amz-request-id", req.id)
 	w.Header().Set("x-amz-id-2", req.id)
 	w.Header().Set("Server", "Facet")
@@ -173,8 +181,18 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	for _, f := range req.cleanups {
 		f()
 	}
+	defer func() {
+		o := &req.obs
+		o.Op, o.Tenant, o.Bucket, o.Key = string(req.op), req.tenant, req.target.bucket, req.target.key
+		o.Status, o.BytesOut, o.Duration = w.status, w.bytes, time.Since(start)
+		if o.Status == 0 {
+			o.Status = http.StatusOK
+		}
+		s.observer.Done(o)
+	}()
 	if err != nil {
 		e := s3err.As(err)
+		req.obs.ErrCode = e.Code.Name
 		if e.Bucket == "" && e.Code.Status != http.StatusNotModified {
 			e.Bucket, e.Key = req.target.bucket, req.target.key
 		}
@@ -226,6 +244,8 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 			return err
 		}
 	}
+	req.obs.Op, req.obs.Tenant, req.obs.Bucket, req.obs.Key = string(req.op), req.tenant, t.bucket, t.key
+	s.observer.Started(&req.obs)
 	ctx := req.Context()
 	if t.bucket != "" && req.op != opCreateBucket {
 		if err := s.authorizeBucket(ctx, req.tenant, t.bucket); err != nil {
