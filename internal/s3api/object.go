@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"bufio"
 	"context"
 	"crypto/md5"
 	"errors"
@@ -331,8 +332,20 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 			return decodeErr(err, bucket, key)
 		}
 		defer rc.Close()
+		var body io.Reader = rc
+		if dataplane.Transformed(info.Meta) && length > 0 {
+			// Decode the first bytes before the status line: an object
+			// whose stored bytes fail their checks from the start is then
+			// answered with an error, not a dropped connection.
+			br := bufio.NewReaderSize(rc, 4096)
+			if _, err := br.Peek(1); err != nil {
+				resetHeaders(w.Header())
+				return decodeErr(err, bucket, key)
+			}
+			body = br
+		}
 		w.WriteHeader(status)
-		n, err := io.Copy(w, rc)
+		n, err := io.Copy(w, body)
 		if err == nil && n != length {
 			err = fmt.Errorf("short read from backend: %d of %d bytes", n, length)
 		}
