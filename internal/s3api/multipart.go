@@ -56,10 +56,11 @@ func (s *Server) uploadPart(w http.ResponseWriter, req *request) error {
 		return err
 	}
 	bucket, key, id := req.target.bucket, req.target.key, req.query.Get("uploadId")
-	if _, err := s.backend.GetUpload(req.Context(), bucket, key, id); err != nil {
+	up, err := s.backend.GetUpload(req.Context(), bucket, key, id)
+	if err != nil {
 		return storageErr(err, bucket, key)
 	}
-	in, err := s.receivePayload(req, maxPartSize, storage.ObjectMeta{})
+	in, err := s.receivePayload(req, maxPartSize, storage.ObjectMeta{}, up.Meta)
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,8 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, req *request) error {
 	}
 	ctx := req.Context()
 	bucket, key, id := req.target.bucket, req.target.key, req.query.Get("uploadId")
-	if _, err := s.backend.GetUpload(ctx, bucket, key, id); err != nil {
+	up, err := s.backend.GetUpload(ctx, bucket, key, id)
+	if err != nil {
 		return storageErr(err, bucket, key)
 	}
 	rc, src, rng, err := s.openCopySource(req, func(info storage.ObjectInfo) (*storage.Range, error) {
@@ -124,7 +126,7 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, req *request) error {
 	}
 	h := md5.New()
 	counted := &countingReader{r: rc, h: h}
-	body, sealPlan, err := s.encodeForStorage(req, length, counted)
+	body, sealPlan, err := s.encodeForStorage(req, length, up.Meta, counted)
 	if err != nil {
 		return err
 	}

@@ -66,8 +66,9 @@ func declaredLength(req *request) (int64, error) {
 
 // receivePayload wraps the request body for storage: it verifies digests
 // and the declared length, and its seal completes the object's ETag, size
-// and checksums once the stream has ended.
-func (s *Server) receivePayload(req *request, limit int64, meta storage.ObjectMeta) (storage.PutInput, error) {
+// and checksums once the stream has ended. obj describes the object the
+// body belongs to, for the filter pipeline (for a part: its upload's).
+func (s *Server) receivePayload(req *request, limit int64, meta, obj storage.ObjectMeta) (storage.PutInput, error) {
 	size, err := declaredLength(req)
 	if err != nil {
 		return storage.PutInput{}, err
@@ -82,7 +83,7 @@ func (s *Server) receivePayload(req *request, limit int64, meta storage.ObjectMe
 	// The backend reads to EOF or fails; either way the payload is done
 	// with once the handler returns.
 	req.onDone(func() { _ = p.Close() })
-	body, sealPlan, err := s.encodeForStorage(req, size, s.observer.Body(&req.obs, &countingBody{r: p, o: &req.obs}))
+	body, sealPlan, err := s.encodeForStorage(req, size, obj, s.observer.Body(&req.obs, &countingBody{r: p, o: &req.obs}))
 	if err != nil {
 		return storage.PutInput{}, err
 	}
@@ -118,7 +119,7 @@ func (s *Server) putObject(w http.ResponseWriter, req *request) error {
 	if err := s.checkPutPreconditions(req); err != nil {
 		return err
 	}
-	in, err := s.receivePayload(req, s.maxPut, meta)
+	in, err := s.receivePayload(req, s.maxPut, meta, meta)
 	if err != nil {
 		return err
 	}
@@ -511,7 +512,7 @@ func (s *Server) copyObject(w http.ResponseWriter, req *request) error {
 	// policies say now; the source's own reverse plan stays with it.
 	meta.System = withoutPlans(meta.System)
 	counted := &countingReader{r: rc, h: md5.New()}
-	body, sealPlan, err := s.encodeForStorage(req, src.Meta.Size, counted)
+	body, sealPlan, err := s.encodeForStorage(req, src.Meta.Size, meta, counted)
 	if err != nil {
 		return err
 	}

@@ -19,26 +19,35 @@ type Pipelines interface {
 	ForPut(req *filter.Request) dataplane.Pipeline
 }
 
-// filterRequest describes req to filters and to the policy table.
-func (req *request) filterRequest(method filter.Method, size int64) *filter.Request {
+// filterRequest describes req to filters and to the policy table. The
+// object's content type and user metadata come from obj, what the object
+// is or will be: an upload part or a copy does not carry them in its own
+// headers. x-facet-* headers are the request's own.
+func (req *request) filterRequest(method filter.Method, size int64, obj storage.ObjectMeta) *filter.Request {
 	h := map[string]string{}
 	for k, v := range req.Header {
-		lk := strings.ToLower(k)
-		if strings.HasPrefix(lk, "x-amz-meta-") || strings.HasPrefix(lk, "x-facet-") || lk == "content-type" {
+		if lk := strings.ToLower(k); strings.HasPrefix(lk, "x-facet-") {
 			h[lk] = strings.Join(v, ",")
 		}
+	}
+	if obj.ContentType != "" {
+		h["content-type"] = obj.ContentType
+	}
+	for k, v := range obj.UserMeta {
+		h["x-amz-meta-"+k] = v
 	}
 	return &filter.Request{Tenant: req.tenant, Bucket: req.target.bucket, Key: req.target.key, Method: method, Size: size, Header: h}
 }
 
-// encodeForStorage runs the PUT pipeline over body. The returned seal
+// encodeForStorage runs the PUT pipeline over body, which is (a part of)
+// an object described by obj. The returned seal
 // records the reverse plan into the object's system metadata; it must run
 // after the returned stream reached io.EOF.
-func (s *Server) encodeForStorage(req *request, size int64, body io.Reader) (io.Reader, func(m *storage.ObjectMeta) error, error) {
+func (s *Server) encodeForStorage(req *request, size int64, obj storage.ObjectMeta, body io.Reader) (io.Reader, func(m *storage.ObjectMeta) error, error) {
 	if s.pipelines == nil {
 		return body, func(*storage.ObjectMeta) error { return nil }, nil
 	}
-	freq := req.filterRequest(filter.MethodPut, size)
+	freq := req.filterRequest(filter.MethodPut, size, obj)
 	pipe := s.pipelines.ForPut(freq)
 	if pipe.Empty() {
 		return body, func(*storage.ObjectMeta) error { return nil }, nil
@@ -81,7 +90,7 @@ func (s *Server) openLogical(ctx context.Context, req *request, info storage.Obj
 		}
 		return rc, nil
 	}
-	src, err := s.decoders.Logical(ctx, req.filterRequest(filter.MethodGet, info.Meta.Size), s.backend, info)
+	src, err := s.decoders.Logical(ctx, req.filterRequest(filter.MethodGet, info.Meta.Size, info.Meta), s.backend, info)
 	if err != nil {
 		return nil, err
 	}
