@@ -288,6 +288,57 @@ def test_docs_only_policy(server, tenant, s3):
         check_object(s3, b, key, body)
 
 
+def multipart_put(s3, bucket, key, body, part=5 * MiB, **kw):
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key, **kw)["UploadId"]
+    parts = []
+    for i, off in enumerate(range(0, len(body), part), 1):
+        e = s3.upload_part(Bucket=bucket, Key=key, UploadId=up, PartNumber=i, Body=body[off:off + part])["ETag"]
+        parts.append({"PartNumber": i, "ETag": e})
+    s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up, MultipartUpload={"Parts": parts})
+
+
+def test_object_metadata_conditions_on_every_write_path(server, tenant, s3):
+    """OBJECT_TYPE by content type and OBJECT_TAG see the object's metadata
+    whichever way it is written: a PUT, a multipart upload (whose parts do
+    not repeat the headers of CreateMultipartUpload), a copy."""
+    t = tenant["tenant"]
+    b = new_bucket(s3)
+    policy_add(server, f"FOR TENANT {t} WHEN OBJECT_TYPE=DOCS DO SET compression\n"
+                       f"FOR TENANT {t} WHEN OBJECT_TAG=x-amz-meta-class:cold DO SET encryption")
+    body = log_text(6 * MiB, "meta-paths")
+
+    def stored_by(write):
+        before = usage(server, t)
+        write()
+        after = usage(server, t)
+        return after["stored_bytes"] - before["stored_bytes"]
+
+    # Compressed by content type, whichever the path.
+    assert stored_by(lambda: s3.put_object(Bucket=b, Key="put-pdf", Body=body, ContentType="application/pdf")) < len(body) // 2
+    assert stored_by(lambda: multipart_put(s3, b, "mp-pdf", body, ContentType="application/pdf")) < len(body) // 2, \
+        "multipart upload created with Content-Type application/pdf was not compressed"
+    assert stored_by(lambda: multipart_put(s3, b, "mp-bin", body, ContentType="application/octet-stream")) == len(body)
+    # A copy is filtered as its destination's metadata says.
+    s3.put_object(Bucket=b, Key="src-bin", Body=body)
+    assert stored_by(lambda: s3.copy_object(Bucket=b, Key="copy-pdf", CopySource={"Bucket": b, "Key": "src-bin"},
+                                            MetadataDirective="REPLACE", ContentType="application/pdf")) < len(body) // 2
+    # ... and with the default COPY directive, the metadata is the source's.
+    assert stored_by(lambda: s3.copy_object(Bucket=b, Key="copy-of-pdf", CopySource={"Bucket": b, "Key": "put-pdf"})) < len(body) // 2
+    # Tagged objects are encrypted (a little bigger, and never plain).
+    for name, write in [
+        ("put", lambda: s3.put_object(Bucket=b, Key="put-cold", Body=body, Metadata={"class": "cold"})),
+        ("multipart", lambda: multipart_put(s3, b, "mp-cold", body, Metadata={"class": "cold"})),
+    ]:
+        n = stored_by(write)
+        assert len(body) < n < len(body) + len(body) // 100, f"{name} with x-amz-meta-class=cold stored {n} of {len(body)}; want it encrypted"
+    assert stored_by(lambda: s3.put_object(Bucket=b, Key="put-hot", Body=body, Metadata={"class": "hot"})) == len(body)
+
+    for key in ["put-pdf", "mp-pdf", "mp-bin", "copy-pdf", "copy-of-pdf", "put-cold", "mp-cold", "put-hot"]:
+        check_object(s3, b, key, body)
+    assert s3.head_object(Bucket=b, Key="mp-cold")["Metadata"] == {"class": "cold"}
+    assert s3.head_object(Bucket=b, Key="mp-pdf")["ContentType"] == "application/pdf"
+
+
 def test_object_size_condition(server, tenant, s3, tls):
     """... DO SET compression TO OBJECT_SIZE>1MB: 1MB is 10^6 bytes; the
     size is the client's, also when it streams the body in aws-chunked
