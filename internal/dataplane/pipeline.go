@@ -20,6 +20,8 @@ type Step struct {
 // gateway-stage steps first, then storage-stage steps.
 type Pipeline struct {
 	Steps []Step
+	// Observer, when set, is told each step's time (see Timed).
+	Observer StepObserver
 }
 
 // Empty reports whether nothing runs.
@@ -29,9 +31,11 @@ func (p Pipeline) Empty() bool { return len(p.Steps) == 0 }
 // stream the previous one produced. The returned plan function is valid
 // once the returned stream has been read to io.EOF.
 func (p Pipeline) Put(ctx context.Context, req *filter.Request, plain io.Reader) (io.Reader, func() (Plan, error), error) {
-	stream := plain
+	clock := p.clock()
+	stream := clock.reader(-1, plain)
 	var finishers []func() (filter.Record, error)
-	for _, st := range p.Steps {
+	for i, st := range p.Steps {
+		start := clock.begin()
 		switch f := st.Filter.(type) {
 		case filter.Encoder:
 			out, rec, err := f.Encode(ctx, req, stream)
@@ -49,7 +53,10 @@ func (p Pipeline) Put(ctx context.Context, req *filter.Request, plain io.Reader)
 		default:
 			return nil, nil, fmt.Errorf("filter %s cannot run on PUT", st.Filter.Info().Name)
 		}
+		clock.built(i, start)
+		stream = clock.reader(i, stream)
 	}
+	clock.done()
 	plan := func() (Plan, error) {
 		var pl Plan
 		for _, fin := range finishers {
@@ -68,14 +75,18 @@ func (p Pipeline) Put(ctx context.Context, req *filter.Request, plain io.Reader)
 type Decoders struct {
 	Registry *filter.Registry
 	Env      filter.Env
+	// Observer, when set, is told each decoder's time.
+	Observer StepObserver
 }
 
 // Open composes the decoders of plan over the stored stream, last applied
 // first, and returns the logical view.
 func (d Decoders) Open(ctx context.Context, req *filter.Request, plan Plan, stored filter.Source) (filter.Source, error) {
-	src := stored
+	clock := d.clock(plan)
+	src := clock.source(-1, stored)
 	for i := len(plan.Records) - 1; i >= 0; i-- {
 		rec := plan.Records[i]
+		k, start := len(plan.Records)-1-i, clock.begin()
 		info, ok := d.Registry.Lookup(rec.Filter)
 		if !ok {
 			return nil, fmt.Errorf("object was written through filter %q, which this server does not have", rec.Filter)
@@ -94,7 +105,10 @@ func (d Decoders) Open(ctx context.Context, req *filter.Request, plan Plan, stor
 		if src, err = dec.Decode(ctx, req, rec, src); err != nil {
 			return nil, fmt.Errorf("undo %s: %w", rec.Filter, err)
 		}
+		clock.built(k, start)
+		src = clock.source(k, src)
 	}
+	clock.done()
 	return src, nil
 }
 
