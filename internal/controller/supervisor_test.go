@@ -1,0 +1,152 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// waitFor polls cond until it holds; the deadline only guards against a
+// hung test, it is not an assertion about time.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func startSupervisor(t *testing.T, cfg Config) *Supervisor {
+	t.Helper()
+	s := NewSupervisor(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("supervisor: %v", err)
+		}
+	})
+	return s
+}
+
+// flaky panics on its first n runs, then serves until stopped.
+type flaky struct {
+	n       int32
+	runs    atomic.Int32
+	stopped chan struct{}
+}
+
+func (f *flaky) Serve(ctx context.Context) error {
+	if f.runs.Add(1) <= f.n {
+		panic("flaky controller")
+	}
+	<-ctx.Done()
+	close(f.stopped)
+	return ctx.Err()
+}
+
+func (f *flaky) Report() Report { return Report{Active: true, Reason: "serving"} }
+
+func status(s *Supervisor, id string) (Status, bool) {
+	for _, st := range s.Status() {
+		if st.ID == id {
+			return st, true
+		}
+	}
+	return Status{}, false
+}
+
+func TestPanickingControllerIsRestartedAndCounted(t *testing.T) {
+	s := startSupervisor(t, Config{FailureThreshold: 10})
+	f := &flaky{n: 2, stopped: make(chan struct{})}
+	if err := s.Add("automation/p1", KindAutomation, "p1", f); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "third run", func() bool { return f.runs.Load() == 3 })
+	st, ok := status(s, "automation/p1")
+	if !ok || st.Restarts != 2 || st.State != StateRunning || st.Kind != KindAutomation || st.Policy != "p1" {
+		t.Fatalf("status: %+v", st)
+	}
+	if !strings.Contains(st.LastFailure, "flaky controller") || !st.Active || st.Reason != "serving" {
+		t.Fatalf("status misses the failure or the report: %+v", st)
+	}
+	if err := s.Add("automation/p1", KindAutomation, "p1", f); !errors.Is(err, ErrExists) {
+		t.Fatalf("second add: %v", err)
+	}
+}
+
+func TestFailingControllerBacksOffAlone(t *testing.T) {
+	s := startSupervisor(t, Config{FailureThreshold: 1, FailureBackoff: time.Hour})
+	bad := &flaky{n: 1 << 30, stopped: make(chan struct{})}
+	good := &flaky{stopped: make(chan struct{})}
+	if err := s.Add("bad", KindGlobal, "", bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add("good", KindGlobal, "", good); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "backoff", func() bool { st, _ := status(s, "bad"); return st.State == StateBackoff })
+	st, _ := status(s, "bad")
+	if st.Restarts < 2 {
+		t.Fatalf("backoff after %d failures, want more than the threshold", st.Restarts)
+	}
+	waitFor(t, "good running", func() bool { return good.runs.Load() == 1 })
+	if st, _ := status(s, "good"); st.State != StateRunning || st.Restarts != 0 {
+		t.Fatalf("the healthy controller suffers from the other's backoff: %+v", st)
+	}
+	// A controller in backoff can still be removed.
+	if err := s.Remove("bad"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRemoveStopsTheController(t *testing.T) {
+	s := startSupervisor(t, Config{})
+	f := &flaky{stopped: make(chan struct{})}
+	if err := s.Add("c", KindGlobal, "", f); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "start", func() bool { return f.runs.Load() == 1 })
+	if err := s.Remove("c"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-f.stopped:
+	default:
+		t.Fatal("Remove returned before the controller stopped")
+	}
+	if len(s.Status()) != 0 || len(s.IDs()) != 0 {
+		t.Fatalf("removed controller still listed: %+v", s.Status())
+	}
+	if err := s.Remove("c"); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("second remove: %v", err)
+	}
+	if f.runs.Load() != 1 {
+		t.Fatalf("removed controller was restarted: %d runs", f.runs.Load())
+	}
+}
+
+func TestAddedBeforeServeStartsWithIt(t *testing.T) {
+	s := NewSupervisor(Config{})
+	f := &flaky{stopped: make(chan struct{})}
+	if err := s.Add("early", KindGlobal, "", f); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	waitFor(t, "start", func() bool { return f.runs.Load() == 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	<-f.stopped
+}
