@@ -110,7 +110,9 @@ type Publisher interface {
 
 // AssignmentSubject is the subject a controller's assignments are
 // published on (docs/controllers.md).
-func AssignmentSubject(controller string) string { return "facet.controller." + controller + ".assignments" }
+func AssignmentSubject(controller string) string {
+	return "facet.controller." + controller + ".assignments"
+}
 
 // AssignmentMessage is the JSON published on AssignmentSubject. Each
 // message replaces the previous one: it holds every assignment in force.

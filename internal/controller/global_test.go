@@ -111,7 +111,7 @@ func TestGlobalRunnerPublishesOnlyChanges(t *testing.T) {
 	if m.Controller != "share" || m.Seq != 1 || m.Instance == "" || len(m.Assignments) != 1 || m.Assignments[0].Value != 100 {
 		t.Fatalf("message: %+v", m)
 	}
-	step() // same snapshot, same assignments
+	step()                                    // same snapshot, same assignments
 	src.set(demand("put_bw", "tenant:t1", 7)) // more demand, same share
 	step()
 	if pub.count() != 1 {
