@@ -18,5 +18,6 @@ func NewRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCommand(), newBenchCommand(), ctl.NewCommand())
+	root.AddCommand(newBusCommand())
 	return root
 }

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facet-sds/facet/internal/bus"
+)
+
+func newBusCommand() *cobra.Command {
+	var addr, name, logLevel string
+	cmd := &cobra.Command{
+		Use:   "bus",
+		Short: "Run a standalone NATS server for Facet's bus (metrics, controllers); gateways join it with serve --bus nats://ADDR",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			if addr == "" {
+				return fmt.Errorf("--addr: a standalone bus needs an address to listen on")
+			}
+			srv, err := bus.StartServer(bus.ServerOptions{Name: name, Addr: addr, Logger: logger})
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "facet bus listening on %s\n", srv.URL())
+			logger.Info("bus ready", "url", srv.URL())
+			<-cmd.Context().Done()
+			st, err := srv.Stats()
+			if err == nil {
+				logger.Info("bus stopping", "in_msgs", st.InMsgs, "in_bytes", st.InBytes, "out_msgs", st.OutMsgs, "out_bytes", st.OutBytes)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "addr", "127.0.0.1:4222", "listen address (port 0 picks one, printed on start)")
+	f.StringVar(&name, "name", "facet-bus", "server name, for monitoring")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}
