@@ -93,7 +93,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		Domains: opts.Domains, Region: opts.Region,
 		Pipelines: policies, Decoders: dataplane.Decoders{Registry: registry, Env: filter.Env{Keys: dataKeys}},
 	})
-	adminHandler := admin.New(admin.Config{Store: store, Token: token, Logger: logger,
+	adminHandler := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, log: logger}, Token: token, Logger: logger,
 		Policies: policies, Usage: usage{buckets: store, backend: backend}})
 
 	s3ln, err := net.Listen("tcp", opts.S3Addr)

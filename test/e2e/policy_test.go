@@ -510,14 +510,6 @@ func TestPolicyChangeVisibleNextRequest(t *testing.T) {
 	}
 
 	t.Run("delete", func(t *testing.T) {
-		// TODO(lead): DELETE /v1/policies/{id} (and group changes, data-key
-		// rotation) write to the store without rebuilding the in-memory
-		// table; only control.Service.Apply reloads (internal/control/api.go
-		// Apply), the admin handlers deletePolicy, rotateDataKey and the
-		// group handlers (internal/admin/control.go) call the store
-		// directly, so the change waits for the 250 ms poll
-		// (control.Service.Run). Remove this skip once they reload.
-		t.Skip("known bug: a policy deletion is not visible to the next request (waits for the control poll)")
 		p := srv.policyAdd(t, "FOR CONTAINER t1/bkt1 DO SET encryption")
 		if _, err := srv.ctl(t, "policy", "delete", p[0].ID); err != nil {
 			t.Fatal(err)

@@ -161,12 +161,9 @@ def test_tenant_gzip_compression_shrinks_stored_bytes(server, tenant, s3):
     # Objects are undone from their own reverse plan, whatever the policies
     # say now: after the policy is gone the compressed object still reads,
     # and new writes are stored as written.
+    # A deletion is visible to the next request, like an addition.
     server.ctl("policy", "delete", p["id"])
-    # TODO(lead): a deletion should be visible to the next request, like an
-    # addition; today it waits for the control service's poll (the admin
-    # API deletes from the store without reloading the table), so wait.
-    wait_for(lambda: stage(explain(server, t, b, "x.log"), "PUT", "gateway") == [],
-             "the deleted policy to leave the table")
+    assert stage(explain(server, t, b, "x.log"), "PUT", "gateway") == []
     check_object(s3, b, "app.log", body)
     after = log_text(MiB, "after")
     assert put_stored(server, s3, t, b, "after.log", after) == len(after)
