@@ -2,7 +2,9 @@
 // admin bearer token, for tenants (their access keys, buckets, data keys and
 // usage), groups, policies and the filter registry. It also serves the API's
 // OpenAPI 3 description. The API is served under /v1 and, as before, under
-// /api/v1. The policy language itself is a PolicyService the API consumes
+// /api/v1. The listener also serves /healthz (open) and, when configured,
+// the Prometheus exposition on /metrics, which takes the admin token or a
+// separate metrics token, so that a scraper need not hold the admin token. The policy language itself is a PolicyService the API consumes
 // (internal/policy implements it). The CLI client is internal/ctl.
 package admin
 
@@ -65,6 +67,11 @@ type Config struct {
 	Policies PolicyService
 	// Usage reports tenants' storage use; nil answers its route 501.
 	Usage UsageSource
+	// Metrics serves GET /metrics (Prometheus); nil answers 404.
+	Metrics http.Handler
+	// MetricsToken is a bearer token good for /metrics only; the admin
+	// token is accepted there too. Empty: the admin token only.
+	MetricsToken string
 }
 
 // maxBody bounds request bodies; the API's bodies are a few bytes of JSON.
@@ -83,7 +90,9 @@ type handler struct {
 	usage     UsageSource
 	log       *slog.Logger
 	tokenHash *[sha256.Size]byte // nil: no token configured, refuse all
-	mux       *http.ServeMux
+	// metricsHash is MetricsToken's; nil when there is none.
+	metricsHash *[sha256.Size]byte
+	mux         *http.ServeMux
 }
 
 // route is one API operation. The table is the single list of operations;
@@ -138,6 +147,13 @@ func New(cfg Config) http.Handler {
 	} else {
 		h.log.Warn("admin API has no token configured; all requests will be refused")
 	}
+	if cfg.MetricsToken != "" {
+		sum := sha256.Sum256([]byte(cfg.MetricsToken))
+		h.metricsHash = &sum
+	}
+	if cfg.Metrics != nil {
+		h.mux.Handle("GET /metrics", cfg.Metrics)
+	}
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -167,7 +183,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.dispatch(sw, r)
 
 	// Path and status only: bodies carry secrets and headers the token.
-	h.log.LogAttrs(ctx, slog.LevelInfo, "admin request",
+	// Probes and scrapes come every few seconds: debug level.
+	lvl := slog.LevelInfo
+	if r.URL.Path == "/healthz" || r.URL.Path == "/metrics" {
+		lvl = slog.LevelDebug
+	}
+	h.log.LogAttrs(ctx, lvl, "admin request",
 		slog.String("request_id", reqID),
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
@@ -177,7 +198,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) dispatch(w http.ResponseWriter, r *http.Request) {
-	if !(r.Method == http.MethodGet && r.URL.Path == "/healthz") && !h.authorized(r) {
+	if !h.allowed(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="facet-admin"`)
 		writeError(w, &apiError{status: http.StatusUnauthorized, code: "Unauthorized", message: "missing or invalid admin bearer token"})
 		return
@@ -208,8 +229,23 @@ func (h *handler) unmatched(w http.ResponseWriter, r *http.Request, rec *statusO
 	}
 }
 
-func (h *handler) authorized(r *http.Request) bool {
-	if h.tokenHash == nil {
+// allowed reports whether r may go on: the health check is open, /metrics
+// takes either token, the rest the admin token.
+func (h *handler) allowed(r *http.Request) bool {
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/healthz":
+		return true
+	case r.URL.Path == "/metrics":
+		return h.authorized(r) || bearerMatches(r, h.metricsHash)
+	}
+	return h.authorized(r)
+}
+
+func (h *handler) authorized(r *http.Request) bool { return bearerMatches(r, h.tokenHash) }
+
+// bearerMatches reports whether r carries the bearer token hashed to want.
+func bearerMatches(r *http.Request, want *[sha256.Size]byte) bool {
+	if want == nil {
 		return false
 	}
 	auth := r.Header.Get("Authorization")
@@ -220,7 +256,7 @@ func (h *handler) authorized(r *http.Request) bool {
 	// Comparing fixed-size digests keeps the comparison constant-time
 	// regardless of the presented token's length.
 	got := sha256.Sum256([]byte(strings.TrimSpace(auth[len(scheme):])))
-	return subtle.ConstantTimeCompare(got[:], h.tokenHash[:]) == 1
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 type reqIDKey struct{}
