@@ -67,6 +67,8 @@ type Config struct {
 	Policies PolicyService
 	// Usage reports tenants' storage use; nil answers its route 501.
 	Usage UsageSource
+	// Controllers lists the running controllers; nil answers its route 501.
+	Controllers ControllerSource
 	// Metrics serves GET /metrics (Prometheus); nil answers 404.
 	Metrics http.Handler
 	// MetricsToken is a bearer token good for /metrics only; the admin
@@ -85,11 +87,12 @@ const (
 var openAPIDoc []byte
 
 type handler struct {
-	store     Store
-	policies  PolicyService
-	usage     UsageSource
-	log       *slog.Logger
-	tokenHash *[sha256.Size]byte // nil: no token configured, refuse all
+	store       Store
+	policies    PolicyService
+	usage       UsageSource
+	controllers ControllerSource
+	log         *slog.Logger
+	tokenHash   *[sha256.Size]byte // nil: no token configured, refuse all
 	// metricsHash is MetricsToken's; nil when there is none.
 	metricsHash *[sha256.Size]byte
 	mux         *http.ServeMux
@@ -133,11 +136,12 @@ var routes = []route{
 	{http.MethodGet, "/explain", (*handler).explain},
 	{http.MethodGet, "/filters", (*handler).listFilters},
 	{http.MethodGet, "/filters/{filter}", (*handler).getFilter},
+	{http.MethodGet, "/controllers", (*handler).listControllers},
 }
 
 // New returns the control API handler.
 func New(cfg Config) http.Handler {
-	h := &handler{store: cfg.Store, policies: cfg.Policies, usage: cfg.Usage, log: cfg.Logger, mux: http.NewServeMux()}
+	h := &handler{store: cfg.Store, policies: cfg.Policies, usage: cfg.Usage, controllers: cfg.Controllers, log: cfg.Logger, mux: http.NewServeMux()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

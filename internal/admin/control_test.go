@@ -487,6 +487,7 @@ func TestServicesNotConfigured(t *testing.T) {
 		{"GET", "/v1/filters", ""},
 		{"GET", "/v1/filters/noop", ""},
 		{"GET", "/v1/tenants/acme/usage", ""},
+		{"GET", "/v1/controllers", ""},
 	} {
 		wantError(t, f.do(t, rq.method, rq.path, rq.body), http.StatusNotImplemented, "NotImplemented")
 	}
@@ -530,6 +531,7 @@ func TestOpenAPISchemasMatchWireTypes(t *testing.T) {
 		CreateGroupRequest{}, GroupMembersRequest{}, Group{}, GroupList{}, PolicyText{}, Policy{}, PolicyList{},
 		PolicyApplied{}, Diagnostic{}, PolicySummary{}, ValidateResult{}, ExplainStep{}, Pipeline{}, Explanation{},
 		FilterParam{}, FilterInfo{}, FilterList{}, DataKeyID{}, DataKeys{}, TenantUsage{},
+		ControllerStatus{}, ControllerValue{}, ControllerList{},
 	}
 	for _, v := range wire {
 		typ := reflect.TypeOf(v)
