@@ -25,7 +25,9 @@ test: vet unit fuzz-quick e2e-go e2e-py
 vet:
 	$(GO) vet ./...
 
-# System packages the tests need (redis-server), installed when missing.
+# System packages the tests need (redis-server; promtool, which checks the
+# /metrics exposition: FACET_SKIP_PROMTOOL=1 skips that check where it cannot
+# be installed), installed when missing.
 deps:
 	./scripts/ensure-deps.sh
 

@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # Installs the system packages the test suite needs when they are missing:
-# redis-server (the Redis metadata store is tested against a real server).
+# redis-server (the Redis metadata store is tested against a real server) and
+# promtool, from Debian's prometheus package (the /metrics exposition is
+# checked with `promtool check metrics`; no smaller package provides it; the
+# Prometheus server it also installs is not started by the tests).
 # Idempotent and quiet when everything is present; needs root (or sudo) only
 # when something must be installed.
 set -euo pipefail
 
-missing=()
-command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+# "command:package" pairs.
+needs=(redis-server:redis-server promtool:prometheus)
+missing=() commands=()
+for need in "${needs[@]}"; do
+	cmd=${need%%:*}
+	if ! command -v "$cmd" >/dev/null 2>&1; then
+		commands+=("$cmd")
+		missing+=("${need#*:}")
+	fi
+done
 
 if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
@@ -31,8 +42,8 @@ echo "ensure-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian's package starts a system redis-server on 6379; the tests start
-# their own on random ports and do not need it.
-for dep in "${missing[@]}"; do
+# Debian's packages start a system redis-server on 6379 and a Prometheus on
+# 9090; the tests start their own redis on random ports and need neither.
+for dep in "${commands[@]}"; do
 	command -v "$dep" >/dev/null 2>&1 || { echo "ensure-deps: $dep still missing after install" >&2; exit 1; }
 done
