@@ -49,6 +49,8 @@ func newServeCommand() *cobra.Command {
 	f.StringSliceVar(&opts.Domains, "domain", []string{"localhost"}, "base domains for virtual-host style requests (<bucket>.<domain>)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGTERM")
+	f.StringVar(&opts.MetricsToken, "metrics-token", "", "bearer token for the admin listener's /metrics only (the admin token works there too); prefer FACET_METRICS_TOKEN")
+	f.BoolVar(&opts.MetricsBucketLabels, "metrics-bucket-labels", false, "add bucket labels to the Prometheus request and byte counters (one series set per bucket)")
 	f.BoolVar(&opts.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks only: acknowledged writes may be lost on power failure)")
 	return cmd
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/promexp"
 	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/storage/fs"
 )
@@ -43,6 +44,11 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// NoSync disables fsync; only for benchmarks.
 	NoSync bool
+	// MetricsToken opens the admin listener's /metrics, and nothing else,
+	// besides the admin token.
+	MetricsToken string
+	// MetricsBucketLabels adds bucket labels to the Prometheus counters.
+	MetricsBucketLabels bool
 	// Out receives the one-time announcement of a generated admin token.
 	Out io.Writer
 	// Ready, when set, is called with the bound addresses once both
@@ -88,13 +94,16 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	defer stopPolicies()
 	go policies.Run(ctx)
 
+	prom := promexp.New(promexp.Config{BucketLabels: opts.MetricsBucketLabels, Policies: policies, Logger: logger})
 	s3 := s3api.New(s3api.Config{
 		Backend: backend, Buckets: store, Auth: newAuthenticator(store), Logger: logger,
 		Domains: opts.Domains, Region: opts.Region,
-		Pipelines: policies, Decoders: dataplane.Decoders{Registry: registry, Env: filter.Env{Keys: dataKeys}},
+		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: registry, Env: filter.Env{Keys: dataKeys}, Observer: prom},
+		Observer: prom,
 	})
 	adminHandler := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, log: logger}, Token: token, Logger: logger,
-		Policies: policies, Usage: usage{buckets: store, backend: backend}})
+		Policies: policies, Usage: usage{buckets: store, backend: backend},
+		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken})
 
 	s3ln, err := net.Listen("tcp", opts.S3Addr)
 	if err != nil {
