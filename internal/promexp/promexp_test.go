@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -368,17 +367,9 @@ func TestBucketLabels(t *testing.T) {
 	f.want(t, 1, "facet_s3_requests_total", "op=CreateBucket", "tenant=t1", "code=OK")
 }
 
-// promtool, Prometheus' own linter, accepts the exposition. It runs in
-// `make test` (scripts/ensure-deps.sh installs it); FACET_SKIP_PROMTOOL=1
-// skips it where it cannot be installed.
+// promtool, Prometheus' own linter, accepts the exposition.
 func TestPromtoolCheckMetrics(t *testing.T) {
-	bin, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("FACET_SKIP_PROMTOOL") == "1" {
-			t.Skip("promtool not installed and FACET_SKIP_PROMTOOL=1")
-		}
-		t.Fatal("promtool not found (scripts/ensure-deps.sh installs it; FACET_SKIP_PROMTOOL=1 skips this test)")
-	}
+	bin := promtool(t)
 	g := newGateway(t, Config{Policies: version(3), BucketLabels: true}, nil)
 	g.do(t, "t1", http.MethodPut, "/zipped", nil)
 	g.do(t, "t1", http.MethodPut, "/zipped/z", bytes.Repeat([]byte("abc"), 1000))
