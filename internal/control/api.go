@@ -48,7 +48,7 @@ func (s *Service) check(ctx context.Context, text string) (admin.ValidateResult,
 		}
 		sum := admin.PolicySummary{Line: p.Line, Name: p.Name, Text: p.Text, State: string(meta.PolicyActive)}
 		if p.Dynamic {
-			sum.State, sum.Reason = string(meta.PolicyPending), pendingReason
+			sum.State, sum.Reason = string(meta.PolicyPending), s.pendingReason()
 		}
 		for _, t := range p.Targets {
 			sum.Targets = append(sum.Targets, t.String())
@@ -76,7 +76,13 @@ func (s *Service) check(ctx context.Context, text string) (admin.ValidateResult,
 	return res, pols, nil
 }
 
-const pendingReason = "metric conditions are evaluated by controllers, which are not running yet; the policy is stored but not executed"
+// pendingReason is the reason stored with a new dynamic policy.
+func (s *Service) pendingReason() string {
+	if s.controllers.Load() {
+		return "waiting for its trigger: a controller activates the policy when its metric condition holds"
+	}
+	return "metric conditions are evaluated by controllers, which are not running yet; the policy is stored but not executed"
+}
 
 func policiesOf(c *policy.Compiled) []*policy.Policy {
 	out := make([]*policy.Policy, 0, len(c.Policies))
@@ -106,7 +112,7 @@ func (s *Service) Apply(ctx context.Context, text string) ([]meta.Policy, admin.
 	for _, p := range pols {
 		np := meta.NewPolicy{Name: p.Name, Text: p.Text, Line: p.Line, State: meta.PolicyActive}
 		if p.Dynamic {
-			np.State, np.Reason = meta.PolicyPending, pendingReason
+			np.State, np.Reason = meta.PolicyPending, s.pendingReason()
 		}
 		news = append(news, np)
 	}
@@ -157,7 +163,9 @@ func (s *Service) Explain(ctx context.Context, q admin.ExplainQuery) (admin.Expl
 		}
 	}
 	for _, cp := range st.compiled.Dynamic() {
-		out.Pending = append(out.Pending, cp.ID)
+		if !st.table.Active(cp.ID) { // an activated one is in the pipelines
+			out.Pending = append(out.Pending, cp.ID)
+		}
 	}
 	for _, w := range st.compiled.Warnings {
 		d := admin.Diagnostic{Line: w.Line, Message: w.Msg}

@@ -34,6 +34,8 @@ type Store interface {
 	ListTenants(ctx context.Context) ([]meta.Tenant, error)
 	ListGroups(ctx context.Context) ([]meta.Group, error)
 	ListBuckets(ctx context.Context, tenant string) ([]s3api.BucketEntry, error)
+	// SetPolicyState records a dynamic policy's activation (controllers).
+	SetPolicyState(ctx context.Context, id string, state meta.PolicyState, reason string) (meta.Policy, error)
 }
 
 // Service compiles policies and serves the compiled table.
@@ -45,7 +47,14 @@ type Service struct {
 	poll     time.Duration
 
 	state  atomic.Pointer[state]
-	loadMu sync.Mutex // one reload at a time
+	loadMu sync.Mutex // one reload (or activation change) at a time
+	// desired holds the activations decided by this process's
+	// controllers, by policy id; they override the stored states, which
+	// may lag (a failed write is retried) (guarded by loadMu).
+	desired map[string]bool
+	// controllers is set when automation controllers run the dynamic
+	// policies; it changes the reason stored with new ones.
+	controllers atomic.Bool
 }
 
 // state is one compiled generation of the policy table, swapped atomically.
@@ -56,8 +65,19 @@ type state struct {
 	// dataKeys maps tenant to its current data-key id.
 	dataKeys map[string]string
 	// filters caches instances by filter and canonical parameters; a new
-	// generation starts empty.
-	filters sync.Map
+	// generation starts empty, an activation change keeps it.
+	filters *sync.Map
+	// groups are the groups the table was compiled with.
+	groups map[string][]string
+	// stored is each policy's state and reason in the store.
+	stored map[string]storedState
+	// changed is closed when a newer state replaces this one.
+	changed chan struct{}
+}
+
+type storedState struct {
+	state  meta.PolicyState
+	reason string
 }
 
 // Config assembles a Service.
@@ -74,7 +94,8 @@ type Config struct {
 
 // New returns a service with an empty table; call Reload before serving.
 func New(cfg Config) *Service {
-	s := &Service{store: cfg.Store, registry: cfg.Registry, env: filter.Env{Keys: cfg.Keys}, log: cfg.Logger, poll: cfg.Poll}
+	s := &Service{store: cfg.Store, registry: cfg.Registry, env: filter.Env{Keys: cfg.Keys}, log: cfg.Logger, poll: cfg.Poll,
+		desired: map[string]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -82,7 +103,8 @@ func New(cfg Config) *Service {
 		s.poll = 250 * time.Millisecond
 	}
 	empty, _ := policy.Compile(nil, nil)
-	s.state.Store(&state{table: empty.Static(), compiled: empty, dataKeys: map[string]string{}})
+	s.state.Store(&state{table: empty.Static(), compiled: empty, dataKeys: map[string]string{}, filters: new(sync.Map),
+		groups: map[string][]string{}, stored: map[string]storedState{}, changed: make(chan struct{})})
 	return s
 }
 
@@ -137,7 +159,9 @@ func (s *Service) Reload(ctx context.Context) error {
 	vocab := s.vocabulary(nil)
 	vocab.AnyTarget = true // a target deleted since does not invalidate the rest
 	var pols []*policy.Policy
+	stored := make(map[string]storedState, len(snap.Policies))
 	for _, sp := range snap.Policies {
+		stored[sp.ID] = storedState{state: sp.State, reason: sp.Reason}
 		if sp.State == meta.PolicyDisabled {
 			continue
 		}
@@ -165,8 +189,12 @@ func (s *Service) Reload(ctx context.Context) error {
 	for _, k := range snap.DataKeys {
 		dk[k.Tenant] = k.Current
 	}
-	s.state.Store(&state{version: snap.Version, table: compiled.Static(), compiled: compiled, dataKeys: dk})
-	s.log.Info("policy table loaded", "version", snap.Version, "policies", len(pols), "dynamic", len(compiled.Dynamic()))
+	st := &state{version: snap.Version, compiled: compiled, dataKeys: dk, filters: new(sync.Map), groups: groups, stored: stored}
+	if err := s.activate(st); err != nil {
+		return err
+	}
+	s.log.Info("policy table loaded", "version", snap.Version, "policies", len(pols), "dynamic", len(compiled.Dynamic()),
+		"activated", len(st.activated()))
 	return nil
 }
 
