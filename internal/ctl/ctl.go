@@ -48,7 +48,7 @@ func NewCommand() *cobra.Command {
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 
 	cmd.AddCommand(o.tenantCommand(), o.keyCommand(), o.bucketCommand(),
-		o.groupCommand(), o.policyCommand(), o.filterCommand())
+		o.groupCommand(), o.policyCommand(), o.filterCommand(), o.controllerCommand())
 	return cmd
 }
 
