@@ -5,12 +5,14 @@
 // benchmarks that exercise compression use the realistic kinds.
 //
 // Realistic content is built per 64 KiB chunk, as SDGen characterises it:
-// runs of literal bytes drawn from a text-like byte distribution,
-// interleaved with repeats of earlier bytes of the same chunk. Two knobs,
-// the literal distribution's entropy and the fraction of repeated bytes,
-// are set from a calibration table so that gzip and zstd reach a requested
-// ratio. A mimic profile gives every chunk its own ratio, measured on a
-// sample file.
+// a sequence of phrases, each either new or an exact repeat of an earlier
+// phrase of the same chunk. New phrases are text (words drawn with Zipf
+// popularity from a vocabulary with English letter and word-length
+// frequencies) or random bytes. One knob moves from random bytes through
+// text to ever more repeats; a calibration table maps a requested ratio to
+// it, so that gzip and zstd both reach the ratio within a few percent and
+// compress it about as fast as real text of that ratio. A mimic profile
+// gives every chunk its own ratio, measured on a sample file.
 //
 // Generation is deterministic: the same Spec, seed and size give the same
 // bytes, so runs are repeatable and a reader of an object can be checked.
@@ -113,7 +115,7 @@ func New(spec Spec) (*Source, error) {
 		if spec.Ratio < 1 || spec.Ratio > MaxRatio {
 			return nil, fmt.Errorf("datagen: ratio %g out of range [1, %g]", spec.Ratio, MaxRatio)
 		}
-		return &Source{kind: Realistic, params: []chunkParams{paramsForRatio(spec.Ratio, newLitTables())}}, nil
+		return &Source{kind: Realistic, params: []chunkParams{paramsForRatio(spec.Ratio, newVocabulary())}}, nil
 	case Mimic:
 		p := spec.Profile
 		if p == nil {
@@ -129,9 +131,9 @@ func New(spec Spec) (*Source, error) {
 			return nil, fmt.Errorf("datagen: empty mimic profile")
 		}
 		params := make([]chunkParams, len(p.Chunks))
-		tables := newLitTables()
+		vocab := newVocabulary()
 		for i, r := range p.Chunks {
-			params[i] = paramsForRatio(r, tables)
+			params[i] = paramsForRatio(r, vocab)
 		}
 		return &Source{kind: Mimic, params: params}, nil
 	case "":

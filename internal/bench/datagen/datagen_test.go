@@ -116,12 +116,22 @@ func TestDeterministicAndChunkIndependent(t *testing.T) {
 	if bytes.Equal(other[:ChunkSize], want[:ChunkSize]) {
 		t.Fatal("seeds 42 and 43 give the same content")
 	}
-	// Two objects together compress no better than each alone: no shared
-	// content a compressor or deduplicator could exploit.
+	// No block of one object appears in the other, so deduplication finds
+	// nothing; and together they compress barely better than alone (they
+	// share only a vocabulary, as two documents in one language do).
+	blocks := map[string]bool{}
+	for i := 0; i+4096 <= size; i += 4096 {
+		blocks[string(want[i:i+4096])] = true
+	}
+	for i := 0; i+4096 <= size; i += 4096 {
+		if blocks[string(other[i:i+4096])] {
+			t.Fatalf("block at %d of object 43 also in object 42", i)
+		}
+	}
 	c := compressors(t)
 	alone := c.Zstd(want[:2*ChunkSize])
 	both := c.Zstd(append(append([]byte{}, want[:2*ChunkSize]...), other[:2*ChunkSize]...))
-	if both > alone*1.02 {
+	if both > alone*1.05 {
 		t.Fatalf("objects share content: ratio alone %.3f, together %.3f", alone, both)
 	}
 }
@@ -244,7 +254,7 @@ func TestCompressionSpeedLikeText(t *testing.T) {
 }
 
 func BenchmarkGenerate(b *testing.B) {
-	for _, spec := range []Spec{{Kind: Zeros}, {Kind: Random}, {Kind: Realistic, Ratio: 1.5}, {Kind: Realistic, Ratio: 3}, {Kind: Realistic, Ratio: 10}} {
+	for _, spec := range []Spec{{Kind: Zeros}, {Kind: Random}, {Kind: Realistic, Ratio: 1.5}, {Kind: Realistic, Ratio: 2.5}, {Kind: Realistic, Ratio: 3.5}, {Kind: Realistic, Ratio: 10}} {
 		b.Run(spec.String(), func(b *testing.B) {
 			s, err := New(spec)
 			if err != nil {

@@ -1,7 +1,6 @@
 package datagen
 
 import (
-	"encoding/binary"
 	"math"
 	"sort"
 )
@@ -16,145 +15,168 @@ const (
 	window     = 32000
 )
 
-// textWeights is a byte distribution of English prose, markup and logs:
-// what literal bytes look like in documents and text. The entropy of the
-// quantised table is about 4.4 bits per byte.
-var textWeights = map[byte]float64{
-	' ': 16, 'e': 9.5, 't': 6.8, 'a': 6.2, 'o': 5.8, 'i': 5.4, 'n': 5.4, 's': 5.0,
-	'h': 4.2, 'r': 4.6, 'd': 3.2, 'l': 3.2, 'u': 2.2, 'c': 2.4, 'm': 2.0, 'w': 1.4,
-	'f': 1.7, 'g': 1.5, 'y': 1.4, 'p': 1.6, 'b': 1.1, 'v': 0.8, 'k': 0.5, 'x': 0.2,
-	'j': 0.15, 'q': 0.1, 'z': 0.1, '\n': 1.6, ',': 1.0, '.': 1.0, '"': 0.3, '\'': 0.2,
-	':': 0.4, ';': 0.1, '-': 0.4, '_': 0.2, '/': 0.3, '=': 0.3, '(': 0.15, ')': 0.15,
-	'<': 0.1, '>': 0.1, 'T': 0.3, 'A': 0.3, 'I': 0.3, 'S': 0.3, 'C': 0.2, 'E': 0.2,
-	'0': 0.6, '1': 0.6, '2': 0.5, '3': 0.4, '4': 0.3, '5': 0.3, '6': 0.3, '7': 0.3,
-	'8': 0.3, '9': 0.3,
+// The vocabulary of text phrases: vocabSize pseudo-words, drawn with Zipf
+// popularity. Text made of words from a skewed vocabulary is what makes
+// compressors work as hard as on real text: gzip walks long hash chains
+// of short matches ("the ", "and "), and zstd entropy-codes many literals.
+// Random letters alone compress to the same ratio three times faster.
+const (
+	vocabSize = 2048
+	zipfS     = 1.05
+)
+
+// letterWeights is the letter distribution of English words.
+func letterWeights() map[byte]float64 {
+	return map[byte]float64{
+		'e': 12.7, 't': 9.1, 'a': 8.2, 'o': 7.5, 'i': 7.0, 'n': 6.7, 's': 6.3, 'h': 6.1,
+		'r': 6.0, 'd': 4.3, 'l': 4.0, 'c': 2.8, 'u': 2.8, 'm': 2.4, 'w': 2.4, 'f': 2.2,
+		'g': 2.0, 'y': 2.0, 'p': 1.9, 'b': 1.5, 'v': 1.0, 'k': 0.8, 'j': 0.15, 'x': 0.15,
+		'q': 0.1, 'z': 0.07, 'T': 0.3, 'A': 0.3, 'I': 0.3, 'S': 0.2, '0': 0.3, '1': 0.3,
+		'2': 0.2, '_': 0.1, '-': 0.2, '/': 0.1,
+	}
 }
 
-// textTable quantises textWeights to 256 entries (largest remainder) and
-// shuffles them with a fixed seed, so that any prefix of the table is a
-// fair sample of the distribution.
-func textTable() [256]byte {
-	type w struct {
-		b    byte
-		frac float64
+// vocabulary holds the words, each with its separator, in 16-byte slots
+// so that a word is copied with one fixed-size move.
+type vocabulary struct {
+	slots [vocabSize][16]byte
+	lens  [vocabSize]uint8
+	// zipf maps 16 uniform bits to a word rank.
+	zipf [1 << 16]uint16
+}
+
+func newVocabulary() *vocabulary {
+	v := &vocabulary{}
+	r := rng{s: 0x7e57}
+	lw := letterWeights()
+	letters := make([]byte, 0, len(lw))
+	for b := range lw {
+		letters = append(letters, b)
 	}
-	var sum float64
-	syms := make([]byte, 0, len(textWeights))
-	for b, v := range textWeights {
-		sum += v
-		syms = append(syms, b)
+	sort.Slice(letters, func(i, j int) bool { return letters[i] < letters[j] })
+	var cum []float64
+	var total float64
+	for _, b := range letters {
+		total += lw[b]
+		cum = append(cum, total)
 	}
-	sort.Slice(syms, func(i, j int) bool { return syms[i] < syms[j] })
-	var out []byte
-	var rems []w
-	for _, b := range syms {
-		exact := textWeights[b] / sum * 256
-		n := int(exact)
-		for range n {
-			out = append(out, b)
+	pick := func(cdf []float64, sum float64) int {
+		x := float64(r.next()>>11) / (1 << 53) * sum
+		return min(sort.SearchFloat64s(cdf, x), len(cdf)-1)
+	}
+	// Word lengths of English text (1..12 letters).
+	lenW := []float64{3, 17, 20, 16, 11, 9, 8, 6, 4, 3, 2, 1}
+	var lenCum []float64
+	var lenSum float64
+	for _, w := range lenW {
+		lenSum += w
+		lenCum = append(lenCum, lenSum)
+	}
+	seps := []string{" ", " ", " ", " ", " ", " ", " ", " ", " ", " ", " ", " ", " ", " ", " ", " ", "\n", ", ", ". ", " "}
+	for i := range v.slots {
+		n := 1 + pick(lenCum, lenSum)
+		for j := range n {
+			v.slots[i][j] = letters[pick(cum, total)]
 		}
-		rems = append(rems, w{b, exact - float64(n)})
+		sep := seps[r.below(uint64(len(seps)))]
+		copy(v.slots[i][n:], sep)
+		v.lens[i] = uint8(n + len(sep))
 	}
-	sort.SliceStable(rems, func(i, j int) bool { return rems[i].frac > rems[j].frac })
-	for i := 0; len(out) < 256; i++ {
-		out = append(out, rems[i].b)
+	// Quantised Zipf CDF over ranks.
+	var norm float64
+	for k := range vocabSize {
+		norm += 1 / math.Pow(float64(k+1), zipfS)
 	}
-	var t [256]byte
-	copy(t[:], out)
-	r := rng{s: 0x5d6e7f}
-	for i := 255; i > 0; i-- {
-		j := r.below(uint64(i + 1))
-		t[i], t[j] = t[j], t[i]
+	var acc float64
+	k := 0
+	for i := range v.zipf {
+		u := (float64(i) + 0.5) / (1 << 16)
+		for k < vocabSize-1 && acc+1/math.Pow(float64(k+1), zipfS)/norm < u {
+			acc += 1 / math.Pow(float64(k+1), zipfS) / norm
+			k++
+		}
+		v.zipf[i] = uint16(k)
 	}
-	return t
+	return v
 }
 
-// litTables builds literal tables on demand and shares them: one per
-// text fraction (257 at most), whatever the number of chunks using them.
-type litTables struct {
-	text   [256]byte
-	single map[int]*[256]byte
-	pairs  map[int]*[1 << 16]uint16
-}
-
-func newLitTables() *litTables {
-	return &litTables{text: textTable(), single: map[int]*[256]byte{}, pairs: map[int]*[1 << 16]uint16{}}
-}
-
-// get returns the table whose first textN entries are text-like and the
-// rest uniform, and its pair table.
-func (l *litTables) get(textN int) (*[256]byte, *[1 << 16]uint16) {
-	if t, ok := l.single[textN]; ok {
-		return t, l.pairs[textN]
-	}
-	t := new([256]byte)
-	for i := range t {
-		if i < textN {
-			t[i] = l.text[i]
-		} else {
-			t[i] = byte(i)
+// words fills dst with words; mask permutes which words are popular, per
+// chunk.
+func (v *vocabulary) words(r *rng, dst []byte, mask uint16) {
+	i := 0
+	for i < len(dst) {
+		x := r.next()
+		for range 4 {
+			w := (v.zipf[uint16(x)] ^ mask) & (vocabSize - 1)
+			x >>= 16
+			if len(dst)-i >= 16 {
+				*(*[16]byte)(dst[i : i+16]) = v.slots[w]
+				i += int(v.lens[w])
+				continue
+			}
+			i += copy(dst[i:], v.slots[w][:v.lens[w]])
+			if i >= len(dst) {
+				return
+			}
 		}
 	}
-	pt := new([1 << 16]uint16)
-	for i := range pt {
-		pt[i] = uint16(t[i&0xff]) | uint16(t[i>>8])<<8
-	}
-	l.single[textN], l.pairs[textN] = t, pt
-	return t, pt
 }
 
 // chunkParams are the resolved knobs for one chunk's content.
 type chunkParams struct {
 	zero   bool
-	lit    *[256]byte       // a random byte indexes this to pick a literal
-	pairs  *[1 << 16]uint16 // lit squared: 16 random bits pick two literals
-	repeat uint64           // probability (of 1<<32) that a phrase repeats an earlier one
+	words  uint64 // probability (of 1<<32) that a new phrase is words rather than random bytes
+	repeat uint64 // probability (of 1<<32) that a phrase repeats an earlier one
+	vocab  *vocabulary
 }
 
 // The knob is one monotonic control in [0, 3]:
-//   - [0, 1]: uniform literal bytes; repeated phrases rise from 0 to midRepeat.
-//   - [1, 2]: the literal table goes from uniform bytes to text-like ones.
+//   - [0, 1]: new phrases are random bytes; repeated phrases rise from 0 to
+//     midRepeat.
+//   - [1, 2]: new phrases turn from random bytes into words.
 //   - [2, 3]: repeated phrases rise from midRepeat to maxRepeat.
 //
-// Literal skew comes in only once there are repeats, because zstd
-// (klauspost, default level) stores a block with no matches raw where gzip
-// would still Huffman-code it; with this path the two stay within a few
-// percent of each other everywhere. Compressibility rises with the knob.
+// Words come in only once there are repeats, because zstd (klauspost,
+// default level) stores a block with no matches raw where gzip would still
+// Huffman-code it; along this path the two stay within a few percent of
+// each other. Compressibility rises with the knob.
 const (
 	midRepeat = 0.25
 	maxRepeat = 0.975
 	maxKnob   = 3
 )
 
-func paramsForKnob(k float64, tables *litTables) chunkParams {
-	var p chunkParams
+func paramsForKnob(k float64, vocab *vocabulary) chunkParams {
 	k = min(max(k, 0), maxKnob)
-	p.lit, p.pairs = tables.get(int(math.Round(min(max(k-1, 0), 1) * 256)))
 	q := midRepeat * min(k, 1)
 	if k > 2 {
 		q = midRepeat + (k-2)*(maxRepeat-midRepeat)
 	}
-	p.repeat = uint64(q * (1 << 32))
-	return p
+	return chunkParams{
+		words:  uint64(min(max(k-1, 0), 1) * (1 << 32)),
+		repeat: uint64(q * (1 << 32)),
+		vocab:  vocab,
+	}
 }
 
 // generate writes len(dst) bytes of this chunk's content: a sequence of
-// phrases, each either new (literal bytes) or an exact repeat of an
-// earlier new phrase within the window. Repeating only whole new phrases
-// keeps every occurrence of a repeated string identical, so a compressor
-// that remembers one candidate per hash (zstd's fast levels) finds the
-// same matches as one that searches chains (gzip).
+// phrases, each either new (words, or random bytes) or an exact repeat of
+// an earlier new phrase within the window. Repeating only whole new
+// phrases keeps every occurrence of a repeated string identical, so a
+// compressor that remembers one candidate per hash (zstd's fast levels)
+// finds the same matches as one that searches chains (gzip).
 func (p *chunkParams) generate(r *rng, dst []byte) {
 	if p.zero {
 		clear(dst)
 		return
 	}
-	if p.repeat == 0 {
-		p.literals(r, dst)
+	if p.repeat == 0 && p.words == 0 {
+		r.fill(dst)
 		return
 	}
+	mask := uint16(r.next())
 	type span struct{ off, n int32 }
-	var stack [1024]span
+	var stack [2048]span
 	phrases := stack[:0]
 	lo := 0 // first phrase still inside the window
 	n := len(dst)
@@ -162,7 +184,8 @@ func (p *chunkParams) generate(r *rng, dst []byte) {
 		for lo < len(phrases) && int(phrases[lo].off) < pos-window {
 			lo++
 		}
-		if lo < len(phrases) && r.next()&(1<<32-1) < p.repeat {
+		x := r.next()
+		if lo < len(phrases) && x&(1<<32-1) < p.repeat {
 			s := phrases[lo+int(r.below(uint64(len(phrases)-lo)))]
 			c := min(int(s.n), n-pos)
 			copy(dst[pos:pos+c], dst[s.off:int(s.off)+c])
@@ -170,28 +193,12 @@ func (p *chunkParams) generate(r *rng, dst []byte) {
 			continue
 		}
 		c := min(phraseMin+int(r.below(phraseSpan)), n-pos)
-		p.literals(r, dst[pos:pos+c])
+		if x>>32 < p.words {
+			p.vocab.words(r, dst[pos:pos+c], mask)
+		} else {
+			r.fill(dst[pos : pos+c])
+		}
 		phrases = append(phrases, span{int32(pos), int32(c)})
 		pos += c
-	}
-}
-
-func (p *chunkParams) literals(r *rng, dst []byte) {
-	t, pt := p.lit, p.pairs
-	for len(dst) >= 8 {
-		v := r.next()
-		_ = dst[7]
-		binary.LittleEndian.PutUint16(dst[0:], pt[uint16(v)])
-		binary.LittleEndian.PutUint16(dst[2:], pt[uint16(v>>16)])
-		binary.LittleEndian.PutUint16(dst[4:], pt[uint16(v>>32)])
-		binary.LittleEndian.PutUint16(dst[6:], pt[uint16(v>>48)])
-		dst = dst[8:]
-	}
-	if len(dst) > 0 {
-		v := r.next()
-		for i := range dst {
-			dst[i] = t[byte(v)]
-			v >>= 8
-		}
 	}
 }
