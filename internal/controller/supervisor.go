@@ -113,6 +113,16 @@ type Config struct {
 	// StopTimeout bounds how long Remove waits for a controller to stop
 	// (default 10 s).
 	StopTimeout time.Duration
+	// Observer, when set, hears of controllers starting, restarting and
+	// being removed (the Prometheus exporter counts restarts).
+	Observer Observer
+}
+
+// Observer hears of the controllers' lives.
+type Observer interface {
+	ControllerStarted(id string)
+	ControllerRestarted(id string)
+	ControllerRemoved(id string)
 }
 
 // Supervisor runs controllers and keeps their status.
@@ -190,6 +200,9 @@ func (s *Supervisor) Add(id string, kind Kind, policy string, svc Service) error
 	e := &entry{id: id, policy: policy, kind: kind, svc: svc, state: StateRunning}
 	e.token = s.root.Add(&isolated{s: s, e: e})
 	s.entries[id] = e
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.ControllerStarted(id)
+	}
 	s.log.Info("controller started", "controller", id, "kind", string(kind))
 	return nil
 }
@@ -202,6 +215,9 @@ func (s *Supervisor) Remove(id string) error {
 	s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknown, id)
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.ControllerRemoved(id)
 	}
 	if err := s.root.RemoveAndWait(e.token, s.cfg.StopTimeout); err != nil {
 		return fmt.Errorf("controller: stop %s: %w", id, err)
@@ -271,6 +287,12 @@ func (i *isolated) Serve(ctx context.Context) error {
 
 func (i *isolated) event(ev suture.Event) {
 	e := i.e
+	switch ev.(type) {
+	case suture.EventServicePanic, suture.EventServiceTerminate:
+		if i.s.cfg.Observer != nil {
+			i.s.cfg.Observer.ControllerRestarted(e.id)
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch ev := ev.(type) {

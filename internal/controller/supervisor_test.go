@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,8 +65,27 @@ func status(s *Supervisor, id string) (Status, bool) {
 	return Status{}, false
 }
 
+// countingObserver counts what an Observer hears.
+type countingObserver struct {
+	mu                        sync.Mutex
+	started, restarts, remove map[string]int
+}
+
+func newCountingObserver() *countingObserver {
+	return &countingObserver{started: map[string]int{}, restarts: map[string]int{}, remove: map[string]int{}}
+}
+
+func (o *countingObserver) ControllerStarted(id string) { o.mu.Lock(); o.started[id]++; o.mu.Unlock() }
+func (o *countingObserver) ControllerRestarted(id string) {
+	o.mu.Lock()
+	o.restarts[id]++
+	o.mu.Unlock()
+}
+func (o *countingObserver) ControllerRemoved(id string) { o.mu.Lock(); o.remove[id]++; o.mu.Unlock() }
+
 func TestPanickingControllerIsRestartedAndCounted(t *testing.T) {
-	s := startSupervisor(t, Config{FailureThreshold: 10})
+	obs := newCountingObserver()
+	s := startSupervisor(t, Config{FailureThreshold: 10, Observer: obs})
 	f := &flaky{n: 2, stopped: make(chan struct{})}
 	if err := s.Add("automation/p1", KindAutomation, "p1", f); err != nil {
 		t.Fatal(err)
@@ -80,6 +100,14 @@ func TestPanickingControllerIsRestartedAndCounted(t *testing.T) {
 	}
 	if err := s.Add("automation/p1", KindAutomation, "p1", f); !errors.Is(err, ErrExists) {
 		t.Fatalf("second add: %v", err)
+	}
+	if err := s.Remove("automation/p1"); err != nil {
+		t.Fatal(err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.started["automation/p1"] != 1 || obs.restarts["automation/p1"] != 2 || obs.remove["automation/p1"] != 1 {
+		t.Fatalf("observer heard %v %v %v", obs.started, obs.restarts, obs.remove)
 	}
 }
 
