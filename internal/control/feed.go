@@ -40,3 +40,32 @@ func TargetBucket(tenant, bucket string) string { return "bucket:" + tenant + "/
 func TargetObject(tenant, bucket, key string) string {
 	return "object:" + tenant + "/" + bucket + "/" + key
 }
+
+// FeedOf adapts the Subscribe method of a feed with a value type of its
+// own, of Value's shape (internal/metrics's Aggregator), to Feed, without
+// this package importing it: control.FeedOf(agg.Subscribe, agg.Healthy).
+// healthy may be nil.
+func FeedOf[V ~struct {
+	Metric, Target string
+	Value          float64
+	Period         time.Time
+	Nodes          int
+}](subscribe func(metric, target string, fn func(V)) (func(), error), healthy func() bool) Feed {
+	return adaptedFeed[V]{subscribe: subscribe, healthy: healthy}
+}
+
+type adaptedFeed[V ~struct {
+	Metric, Target string
+	Value          float64
+	Period         time.Time
+	Nodes          int
+}] struct {
+	subscribe func(metric, target string, fn func(V)) (func(), error)
+	healthy   func() bool
+}
+
+func (f adaptedFeed[V]) Subscribe(metric, target string, fn func(Value)) (func(), error) {
+	return f.subscribe(metric, target, func(v V) { fn(Value(v)) })
+}
+
+func (f adaptedFeed[V]) Healthy() bool { return f.healthy == nil || f.healthy() }

@@ -95,6 +95,13 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	go policies.Run(ctx)
 
 	prom := promexp.New(promexp.Config{BucketLabels: opts.MetricsBucketLabels, Policies: policies, Logger: logger})
+	// metricFeed is where the workload-metric aggregator plugs in: with a
+	// feed, automation controllers run the dynamic policies.
+	var metricFeed control.Feed
+	controllers, err := startControllers(ctx, policies, metricFeed, prom, logger)
+	if err != nil {
+		return fmt.Errorf("controllers: %w", err)
+	}
 	s3 := s3api.New(s3api.Config{
 		Backend: backend, Buckets: store, Auth: newAuthenticator(store), Logger: logger,
 		Domains: opts.Domains, Region: opts.Region,
@@ -102,7 +109,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		Observer: prom,
 	})
 	adminHandler := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, log: logger}, Token: token, Logger: logger,
-		Policies: policies, Usage: usage{buckets: store, backend: backend},
+		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers,
 		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken})
 
 	s3ln, err := net.Listen("tcp", opts.S3Addr)
