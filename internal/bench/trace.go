@@ -18,8 +18,8 @@ import (
 	"time"
 )
 
-// Trace format (CSV, one request per line; docs/benchmarks.md and
-// bench/traces/README.md describe it for users):
+// Trace format (CSV, one request per line; bench/traces/README.md
+// describes it for users):
 //
 //	# comment lines start with '#'; an optional header line names the columns
 //	timestamp,tenant,op,bucket,key,size
