@@ -117,6 +117,8 @@ func AssignmentSubject(controller string) string {
 // AssignmentMessage is the JSON published on AssignmentSubject. Each
 // message replaces the previous one: it holds every assignment in force.
 type AssignmentMessage struct {
+	// V is the message version, 1; a reader refuses others.
+	V          int    `json:"v"`
 	Controller string `json:"controller"`
 	// Instance identifies one run of the controller; Seq counts its
 	// messages from 1. A consumer keeps the highest Seq of an instance and
@@ -126,6 +128,9 @@ type AssignmentMessage struct {
 	Time        time.Time   `json:"time"`
 	Assignments Assignments `json:"assignments"`
 }
+
+// AssignmentVersion is the version of AssignmentMessage.
+const AssignmentVersion = 1
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
@@ -235,7 +240,7 @@ func (r *GlobalRunner) step(ctx context.Context) error {
 	if same {
 		return nil
 	}
-	msg := AssignmentMessage{Controller: r.c.Name(), Instance: r.instance, Seq: seq, Time: r.cfg.Clock.Now().UTC(), Assignments: as}
+	msg := AssignmentMessage{V: AssignmentVersion, Controller: r.c.Name(), Instance: r.instance, Seq: seq, Time: r.cfg.Clock.Now().UTC(), Assignments: as}
 	data, err := json.Marshal(msg)
 	if err != nil {
 		return fmt.Errorf("encode assignments: %w", err)

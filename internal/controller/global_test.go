@@ -108,7 +108,7 @@ func TestGlobalRunnerPublishesOnlyChanges(t *testing.T) {
 		t.Fatalf("first period: %d messages on %v", pub.count(), pub.subj)
 	}
 	m := pub.last()
-	if m.Controller != "share" || m.Seq != 1 || m.Instance == "" || len(m.Assignments) != 1 || m.Assignments[0].Value != 100 {
+	if m.V != 1 || m.Controller != "share" || m.Seq != 1 || m.Instance == "" || len(m.Assignments) != 1 || m.Assignments[0].Value != 100 {
 		t.Fatalf("message: %+v", m)
 	}
 	step()                                    // same snapshot, same assignments
