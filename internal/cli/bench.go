@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -307,14 +308,17 @@ they are all busy (late starts are reported).
 				}
 				proto := sc.Tenants[0]
 				sc.Tenants = nil
-				seen := map[string]bool{}
+				var names []string
 				for _, r := range recs {
-					if !seen[r.Tenant] {
-						seen[r.Tenant] = true
-						t := proto
-						t.Name, t.Bucket = r.Tenant, ""
-						sc.Tenants = append(sc.Tenants, t)
+					if !slices.Contains(names, r.Tenant) {
+						names = append(names, r.Tenant)
 					}
+				}
+				slices.Sort(names)
+				for _, n := range names {
+					t := proto
+					t.Name, t.Bucket = n, ""
+					sc.Tenants = append(sc.Tenants, t)
 				}
 				if f.name == "" {
 					sc.Name = "replay " + filepath.Base(trace.File)
