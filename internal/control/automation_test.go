@@ -82,17 +82,6 @@ func (f *fakeFeed) count() int {
 	return len(f.subs)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 type automationFixture struct {
 	*fixture
 	feed  *fakeFeed
@@ -103,18 +92,26 @@ type automationFixture struct {
 
 func newAutomationFixture(t *testing.T) *automationFixture {
 	t.Helper()
-	f := &automationFixture{fixture: newFixture(t), feed: newFakeFeed(), clock: controllertest.NewClock(t0)}
-	f.sup = controller.NewSupervisor(controller.Config{FailureBackoff: time.Millisecond})
+	f := &automationFixture{fixture: newFixture(t)}
+	f.feed, f.clock, f.sup, f.auto = startAutomation(t, f.svc)
+	return f
+}
+
+// startAutomation runs a supervisor until the test ends and returns the
+// automation controllers of svc on a fake feed and clock.
+func startAutomation(t *testing.T, svc *Service) (*fakeFeed, *controllertest.Clock, *controller.Supervisor, *Automation) {
+	t.Helper()
+	feed, clock := newFakeFeed(), controllertest.NewClock(t0)
+	sup := controller.NewSupervisor(controller.Config{FailureBackoff: time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- f.sup.Serve(ctx) }()
+	go func() { done <- sup.Serve(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	var err error
-	f.auto, err = NewAutomation(f.svc, AutomationConfig{Feed: f.feed, Supervisor: f.sup, Clock: f.clock, Period: period})
+	auto, err := NewAutomation(svc, AutomationConfig{Feed: feed, Supervisor: sup, Clock: clock, Period: period})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f
+	return feed, clock, sup, auto
 }
 
 func (f *automationFixture) sync(t *testing.T) {
@@ -174,7 +171,7 @@ func TestActivationSwitchesTheTableAndIsRecorded(t *testing.T) {
 		t.Fatalf("new dynamic policy stored as %s %q", p.State, p.Reason)
 	}
 	f.sync(t)
-	waitFor(t, "subscription", func() bool { return f.feed.subscribed("put_ops", "tenant:t1") })
+	controllertest.WaitFor(t, "subscription", func() bool { return f.feed.subscribed("put_ops", "tenant:t1") })
 	if f.feed.subscribed("put_ops", "tenant:t2") {
 		t.Fatal("the controller of a T1 policy follows T2")
 	}
@@ -183,7 +180,7 @@ func TestActivationSwitchesTheTableAndIsRecorded(t *testing.T) {
 		t.Fatalf("active below the threshold: %v", got)
 	}
 	f.feed.publish("put_ops", "tenant:t1", 4.2)
-	waitFor(t, "activation", func() bool { return len(f.putFilters("t1")) == 1 })
+	controllertest.WaitFor(t, "activation", func() bool { return len(f.putFilters("t1")) == 1 })
 	if got := f.putFilters("t1"); got[0] != "compression" {
 		t.Fatalf("PUT pipeline %v", got)
 	}
@@ -191,7 +188,7 @@ func TestActivationSwitchesTheTableAndIsRecorded(t *testing.T) {
 		t.Fatalf("T2's pipeline changed: %v", got)
 	}
 	// The table switches first, the store follows.
-	waitFor(t, "recorded", func() bool { return f.stored(t, id).State == meta.PolicyActive })
+	controllertest.WaitFor(t, "recorded", func() bool { return f.stored(t, id).State == meta.PolicyActive })
 	p := f.stored(t, id)
 	if !strings.HasPrefix(p.Reason, "put_ops=4.2 > 3 on tenant:t1 at ") {
 		t.Fatalf("stored state %s %q", p.State, p.Reason)
@@ -230,19 +227,19 @@ func TestTransientRevertsAfterHoldDown(t *testing.T) {
 	f.apply(t, "FOR TENANT t1 WHEN put_ops > 3 DO SET compression TRANSIENT")
 	id := policyID(t, f.fixture)
 	f.sync(t)
-	waitFor(t, "subscription and ticker", func() bool { return f.feed.subscribed("put_ops", "tenant:t1") && f.clock.Tickers() == 1 })
+	controllertest.WaitFor(t, "subscription and ticker", func() bool { return f.feed.subscribed("put_ops", "tenant:t1") && f.clock.Tickers() == 1 })
 	f.feed.publish("put_ops", "tenant:t1", 6)
-	waitFor(t, "activation", func() bool { return len(f.putFilters("t1")) == 1 })
+	controllertest.WaitFor(t, "activation", func() bool { return len(f.putFilters("t1")) == 1 })
 
 	f.feed.publish("put_ops", "tenant:t1", 1)
 	// Let that value's evaluation pass first, so that it cannot be taken
 	// for a tick's.
-	waitFor(t, "low value evaluated", func() bool { return strings.Contains(f.status(t, automationID(id)).Reason, "0 of 3 periods") })
+	controllertest.WaitFor(t, "low value evaluated", func() bool { return strings.Contains(f.status(t, automationID(id)).Reason, "0 of 3 periods") })
 	tick := func() {
 		t.Helper()
 		f.clock.Advance(period)
 		now := f.clock.Now()
-		waitFor(t, "evaluation", func() bool { return f.status(t, automationID(id)).LastEval.Equal(now) })
+		controllertest.WaitFor(t, "evaluation", func() bool { return f.status(t, automationID(id)).LastEval.Equal(now) })
 	}
 	tick()
 	tick()
@@ -253,7 +250,7 @@ func TestTransientRevertsAfterHoldDown(t *testing.T) {
 	if got := f.putFilters("t1"); len(got) != 0 {
 		t.Fatalf("not reverted after 3 quiet periods: %v", got)
 	}
-	waitFor(t, "recorded", func() bool { return f.stored(t, id).State == meta.PolicyPending })
+	controllertest.WaitFor(t, "recorded", func() bool { return f.stored(t, id).State == meta.PolicyPending })
 	if p := f.stored(t, id); !strings.Contains(p.Reason, "did not hold for 3 periods") {
 		t.Fatalf("stored %s %q", p.State, p.Reason)
 	}
@@ -265,9 +262,9 @@ func TestActivationsSurviveRestart(t *testing.T) {
 	f.apply(t, "FOR TENANT t1 WHEN put_ops > 3 DO SET compression")
 	id := policyID(t, f.fixture)
 	f.sync(t)
-	waitFor(t, "subscription", func() bool { return f.feed.subscribed("put_ops", "tenant:t1") })
+	controllertest.WaitFor(t, "subscription", func() bool { return f.feed.subscribed("put_ops", "tenant:t1") })
 	f.feed.publish("put_ops", "tenant:t1", 9)
-	waitFor(t, "recorded", func() bool { return f.stored(t, id).State == meta.PolicyActive })
+	controllertest.WaitFor(t, "recorded", func() bool { return f.stored(t, id).State == meta.PolicyActive })
 
 	// A new process: the table is restored from the store before any
 	// controller runs or any value arrives...
@@ -280,26 +277,17 @@ func TestActivationsSurviveRestart(t *testing.T) {
 		t.Fatalf("after restart: %v", got)
 	}
 	// ...and its controller, seeing a quiet tenant, keeps it: PERSISTENT.
-	feed2, clock := newFakeFeed(), controllertest.NewClock(t0)
-	sup := controller.NewSupervisor(controller.Config{})
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- sup.Serve(sctx) }()
-	defer func() { cancel(); <-done }()
-	auto, err := NewAutomation(svc, AutomationConfig{Feed: feed2, Supervisor: sup, Clock: clock, Period: period})
-	if err != nil {
-		t.Fatal(err)
-	}
+	feed2, clock, sup, auto := startAutomation(t, svc)
 	if err := auto.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "subscription", func() bool { return feed2.subscribed("put_ops", "tenant:t1") && clock.Tickers() == 1 })
+	controllertest.WaitFor(t, "subscription", func() bool { return feed2.subscribed("put_ops", "tenant:t1") && clock.Tickers() == 1 })
 	for range 10 {
 		clock.Advance(period)
 		feed2.publish("put_ops", "tenant:t1", 0)
 	}
 	now := clock.Now()
-	waitFor(t, "evaluation", func() bool { return sup.Status()[0].LastEval.Equal(now) })
+	controllertest.WaitFor(t, "evaluation", func() bool { return sup.Status()[0].LastEval.Equal(now) })
 	if !sup.Status()[0].Active || len(g.putFilters("t1")) != 1 || f.stored(t, id).State != meta.PolicyActive {
 		t.Fatal("a PERSISTENT activation did not survive the restart")
 	}
@@ -311,9 +299,9 @@ func TestDeletingThePolicyStopsItsController(t *testing.T) {
 	f.apply(t, "FOR TENANT t1 WHEN put_ops > 3 OR get_ops > 10 DO SET compression")
 	id := policyID(t, f.fixture)
 	f.sync(t)
-	waitFor(t, "subscriptions", func() bool { return f.feed.count() == 2 })
+	controllertest.WaitFor(t, "subscriptions", func() bool { return f.feed.count() == 2 })
 	f.feed.publish("get_ops", "tenant:t1", 11)
-	waitFor(t, "activation", func() bool { return len(f.putFilters("t1")) == 1 })
+	controllertest.WaitFor(t, "activation", func() bool { return len(f.putFilters("t1")) == 1 })
 
 	if err := f.store.DeletePolicy(ctx, id); err != nil {
 		t.Fatal(err)
@@ -346,7 +334,7 @@ func TestServeFollowsTheTable(t *testing.T) {
 	go func() { done <- f.auto.Serve(ctx) }()
 	defer func() { cancel(); <-done }()
 	f.apply(t, "FOR TENANT t1 WHEN put_ops > 3 DO SET compression")
-	waitFor(t, "controller", func() bool { return len(f.sup.IDs()) == 1 })
+	controllertest.WaitFor(t, "controller", func() bool { return len(f.sup.IDs()) == 1 })
 	id := policyID(t, f.fixture)
 	if err := f.store.DeletePolicy(context.Background(), id); err != nil {
 		t.Fatal(err)
@@ -354,7 +342,7 @@ func TestServeFollowsTheTable(t *testing.T) {
 	if err := f.svc.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "controller gone", func() bool { return len(f.sup.IDs()) == 0 })
+	controllertest.WaitFor(t, "controller gone", func() bool { return len(f.sup.IDs()) == 0 })
 }
 
 func TestPanickingControllerRestarts(t *testing.T) {
@@ -363,7 +351,7 @@ func TestPanickingControllerRestarts(t *testing.T) {
 	f.apply(t, "FOR TENANT t1 WHEN put_ops > 3 DO SET compression")
 	id := policyID(t, f.fixture)
 	f.sync(t)
-	waitFor(t, "restart", func() bool { return f.feed.subscribed("put_ops", "tenant:t1") })
+	controllertest.WaitFor(t, "restart", func() bool { return f.feed.subscribed("put_ops", "tenant:t1") })
 	st := f.status(t, automationID(id))
 	if st.Restarts != 1 || !strings.Contains(st.LastFailure, "feed exploded") {
 		t.Fatalf("status %+v", st)
@@ -374,7 +362,7 @@ func TestPanickingControllerRestarts(t *testing.T) {
 	}
 	// The restarted controller works.
 	f.feed.publish("put_ops", "tenant:t1", 5)
-	waitFor(t, "activation", func() bool { return len(f.putFilters("t1")) == 1 })
+	controllertest.WaitFor(t, "activation", func() bool { return len(f.putFilters("t1")) == 1 })
 }
 
 func TestAllTargetsFollowNewTenants(t *testing.T) {
@@ -382,17 +370,17 @@ func TestAllTargetsFollowNewTenants(t *testing.T) {
 	ctx := context.Background()
 	f.apply(t, "FOR ALL WHEN put_ops > 3 DO SET compression")
 	f.sync(t)
-	waitFor(t, "subscription", func() bool { return f.feed.subscribed("put_ops", "tenant:t1") })
+	controllertest.WaitFor(t, "subscription", func() bool { return f.feed.subscribed("put_ops", "tenant:t1") })
 	if _, _, err := f.store.CreateTenantWithKey(ctx, "t2"); err != nil {
 		t.Fatal(err)
 	}
 	f.sync(t)
-	waitFor(t, "t2 followed", func() bool { return f.feed.subscribed("put_ops", "tenant:t2") })
+	controllertest.WaitFor(t, "t2 followed", func() bool { return f.feed.subscribed("put_ops", "tenant:t2") })
 	if f.feed.count() != 2 {
 		t.Fatalf("%d subscriptions, want one per tenant", f.feed.count())
 	}
 	f.feed.publish("put_ops", "tenant:t2", 4)
-	waitFor(t, "activation", func() bool { return len(f.putFilters("t1")) == 1 })
+	controllertest.WaitFor(t, "activation", func() bool { return len(f.putFilters("t1")) == 1 })
 }
 
 // failingStore fails SetPolicyState while told to.
@@ -415,12 +403,12 @@ func TestActivationWhileTheStoreIsDown(t *testing.T) {
 	f.apply(t, "FOR TENANT t1 WHEN put_ops > 3 DO SET compression")
 	id := policyID(t, f.fixture)
 	f.sync(t)
-	waitFor(t, "subscription and ticker", func() bool { return f.feed.subscribed("put_ops", "tenant:t1") && f.clock.Tickers() == 1 })
+	controllertest.WaitFor(t, "subscription and ticker", func() bool { return f.feed.subscribed("put_ops", "tenant:t1") && f.clock.Tickers() == 1 })
 	fs.fail.Store(true)
 	f.feed.publish("put_ops", "tenant:t1", 5)
 	// The decision applies at once; the store lags.
-	waitFor(t, "activation", func() bool { return len(f.putFilters("t1")) == 1 })
-	waitFor(t, "error reported", func() bool { return f.status(t, automationID(id)).LastError != "" })
+	controllertest.WaitFor(t, "activation", func() bool { return len(f.putFilters("t1")) == 1 })
+	controllertest.WaitFor(t, "error reported", func() bool { return f.status(t, automationID(id)).LastError != "" })
 	if f.stored(t, id).State != meta.PolicyPending {
 		t.Fatal("state recorded by a failing store")
 	}
@@ -430,8 +418,8 @@ func TestActivationWhileTheStoreIsDown(t *testing.T) {
 	}
 	fs.fail.Store(false)
 	f.clock.Advance(period)
-	waitFor(t, "recorded", func() bool { return f.stored(t, id).State == meta.PolicyActive })
-	waitFor(t, "error cleared", func() bool { return f.status(t, automationID(id)).LastError == "" })
+	controllertest.WaitFor(t, "recorded", func() bool { return f.stored(t, id).State == meta.PolicyActive })
+	controllertest.WaitFor(t, "error cleared", func() bool { return f.status(t, automationID(id)).LastError == "" })
 }
 
 func TestSetActivationTakesEffectOnTheNextRequest(t *testing.T) {

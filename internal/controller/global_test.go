@@ -167,10 +167,10 @@ func TestGlobalRunnerUnderSupervisor(t *testing.T) {
 	if err := sup.Add("global/share", controller.KindGlobal, "", r); err != nil {
 		t.Fatal(err)
 	}
-	wait(t, func() bool { return pub.count() == 1 && clock.Tickers() == 1 })
+	controllertest.WaitFor(t, "publication", func() bool { return pub.count() == 1 && clock.Tickers() == 1 })
 	src.set(demand("put_bw", "tenant:t1", 1), demand("put_bw", "tenant:t2", 1))
 	clock.Advance(time.Second)
-	wait(t, func() bool { return pub.count() == 2 })
+	controllertest.WaitFor(t, "publication", func() bool { return pub.count() == 2 })
 	st := sup.Status()
 	if len(st) != 1 || st[0].Kind != controller.KindGlobal || !st[0].Active || st[0].State != controller.StateRunning {
 		t.Fatalf("status: %+v", st)
@@ -184,16 +184,5 @@ func TestGlobalRunnerChecksItsConfig(t *testing.T) {
 	}
 	if _, err := controller.NewGlobalRunner(&controller.EqualShare{ControllerName: "ok"}, controller.GlobalConfig{Source: src}); err == nil {
 		t.Fatal("no publisher accepted")
-	}
-}
-
-func wait(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"context"
@@ -8,24 +8,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/facet-sds/facet/internal/controller"
+	"github.com/facet-sds/facet/internal/controller/controllertest"
 )
 
-// waitFor polls cond until it holds; the deadline only guards against a
-// hung test, it is not an assertion about time.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func startSupervisor(t *testing.T, cfg controller.Config) *controller.Supervisor {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func startSupervisor(t *testing.T, cfg Config) *Supervisor {
-	t.Helper()
-	s := NewSupervisor(cfg)
+	s := controller.NewSupervisor(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
@@ -54,15 +44,15 @@ func (f *flaky) Serve(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func (f *flaky) Report() Report { return Report{Active: true, Reason: "serving"} }
+func (f *flaky) Report() controller.Report { return controller.Report{Active: true, Reason: "serving"} }
 
-func status(s *Supervisor, id string) (Status, bool) {
+func status(s *controller.Supervisor, id string) (controller.Status, bool) {
 	for _, st := range s.Status() {
 		if st.ID == id {
 			return st, true
 		}
 	}
-	return Status{}, false
+	return controller.Status{}, false
 }
 
 // countingObserver counts what an Observer hears.
@@ -85,20 +75,20 @@ func (o *countingObserver) ControllerRemoved(id string) { o.mu.Lock(); o.remove[
 
 func TestPanickingControllerIsRestartedAndCounted(t *testing.T) {
 	obs := newCountingObserver()
-	s := startSupervisor(t, Config{FailureThreshold: 10, Observer: obs})
+	s := startSupervisor(t, controller.Config{FailureThreshold: 10, Observer: obs})
 	f := &flaky{n: 2, stopped: make(chan struct{})}
-	if err := s.Add("automation/p1", KindAutomation, "p1", f); err != nil {
+	if err := s.Add("automation/p1", controller.KindAutomation, "p1", f); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "third run", func() bool { return f.runs.Load() == 3 })
+	controllertest.WaitFor(t, "third run", func() bool { return f.runs.Load() == 3 })
 	st, ok := status(s, "automation/p1")
-	if !ok || st.Restarts != 2 || st.State != StateRunning || st.Kind != KindAutomation || st.Policy != "p1" {
+	if !ok || st.Restarts != 2 || st.State != controller.StateRunning || st.Kind != controller.KindAutomation || st.Policy != "p1" {
 		t.Fatalf("status: %+v", st)
 	}
 	if !strings.Contains(st.LastFailure, "flaky controller") || !st.Active || st.Reason != "serving" {
 		t.Fatalf("status misses the failure or the report: %+v", st)
 	}
-	if err := s.Add("automation/p1", KindAutomation, "p1", f); !errors.Is(err, ErrExists) {
+	if err := s.Add("automation/p1", controller.KindAutomation, "p1", f); !errors.Is(err, controller.ErrExists) {
 		t.Fatalf("second add: %v", err)
 	}
 	if err := s.Remove("automation/p1"); err != nil {
@@ -112,22 +102,22 @@ func TestPanickingControllerIsRestartedAndCounted(t *testing.T) {
 }
 
 func TestFailingControllerBacksOffAlone(t *testing.T) {
-	s := startSupervisor(t, Config{FailureThreshold: 1, FailureBackoff: time.Hour})
+	s := startSupervisor(t, controller.Config{FailureThreshold: 1, FailureBackoff: time.Hour})
 	bad := &flaky{n: 1 << 30, stopped: make(chan struct{})}
 	good := &flaky{stopped: make(chan struct{})}
-	if err := s.Add("bad", KindGlobal, "", bad); err != nil {
+	if err := s.Add("bad", controller.KindGlobal, "", bad); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Add("good", KindGlobal, "", good); err != nil {
+	if err := s.Add("good", controller.KindGlobal, "", good); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "backoff", func() bool { st, _ := status(s, "bad"); return st.State == StateBackoff })
+	controllertest.WaitFor(t, "backoff", func() bool { st, _ := status(s, "bad"); return st.State == controller.StateBackoff })
 	st, _ := status(s, "bad")
 	if st.Restarts < 2 {
 		t.Fatalf("backoff after %d failures, want more than the threshold", st.Restarts)
 	}
-	waitFor(t, "good running", func() bool { return good.runs.Load() == 1 })
-	if st, _ := status(s, "good"); st.State != StateRunning || st.Restarts != 0 {
+	controllertest.WaitFor(t, "good running", func() bool { return good.runs.Load() == 1 })
+	if st, _ := status(s, "good"); st.State != controller.StateRunning || st.Restarts != 0 {
 		t.Fatalf("the healthy controller suffers from the other's backoff: %+v", st)
 	}
 	// A controller in backoff can still be removed.
@@ -137,12 +127,12 @@ func TestFailingControllerBacksOffAlone(t *testing.T) {
 }
 
 func TestRemoveStopsTheController(t *testing.T) {
-	s := startSupervisor(t, Config{})
+	s := startSupervisor(t, controller.Config{})
 	f := &flaky{stopped: make(chan struct{})}
-	if err := s.Add("c", KindGlobal, "", f); err != nil {
+	if err := s.Add("c", controller.KindGlobal, "", f); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "start", func() bool { return f.runs.Load() == 1 })
+	controllertest.WaitFor(t, "start", func() bool { return f.runs.Load() == 1 })
 	if err := s.Remove("c"); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +144,7 @@ func TestRemoveStopsTheController(t *testing.T) {
 	if len(s.Status()) != 0 || len(s.IDs()) != 0 {
 		t.Fatalf("removed controller still listed: %+v", s.Status())
 	}
-	if err := s.Remove("c"); !errors.Is(err, ErrUnknown) {
+	if err := s.Remove("c"); !errors.Is(err, controller.ErrUnknown) {
 		t.Fatalf("second remove: %v", err)
 	}
 	if f.runs.Load() != 1 {
@@ -163,15 +153,15 @@ func TestRemoveStopsTheController(t *testing.T) {
 }
 
 func TestAddedBeforeServeStartsWithIt(t *testing.T) {
-	s := NewSupervisor(Config{})
+	s := controller.NewSupervisor(controller.Config{})
 	f := &flaky{stopped: make(chan struct{})}
-	if err := s.Add("early", KindGlobal, "", f); err != nil {
+	if err := s.Add("early", controller.KindGlobal, "", f); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
-	waitFor(t, "start", func() bool { return f.runs.Load() == 1 })
+	controllertest.WaitFor(t, "start", func() bool { return f.runs.Load() == 1 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
