@@ -62,10 +62,14 @@ func (t timedSource) ForPut(req *filter.Request) Pipeline {
 // boundary per Read call (a few tens of ns on 32 KiB or larger reads) and
 // nothing at all for requests without filters.
 type stepClock struct {
-	now     func() time.Time
-	meters  []StepMeter
-	pending []atomic.Int64 // nanoseconds not yet handed to meters[k]; may dip below 0 meanwhile
-	bytes   []atomic.Int64
+	now   func() time.Time
+	steps []stepState
+}
+
+type stepState struct {
+	meter   StepMeter
+	pending atomic.Int64 // nanoseconds not yet handed to meter; may dip below 0 meanwhile
+	bytes   atomic.Int64
 }
 
 // clockSource is an optional StepObserver ability: the clock to time steps
@@ -74,23 +78,24 @@ type clockSource interface {
 	Now() time.Time
 }
 
-func newStepClock(obs StepObserver, meters []StepMeter) *stepClock {
+// newStepClock returns a clock for n steps; the caller sets their meters.
+func newStepClock(obs StepObserver, n int) *stepClock {
 	now := time.Now
 	if cs, ok := obs.(clockSource); ok {
 		now = cs.Now
 	}
-	return &stepClock{now: now, meters: meters, pending: make([]atomic.Int64, len(meters)), bytes: make([]atomic.Int64, len(meters))}
+	return &stepClock{now: now, steps: make([]stepState, n)}
 }
 
 // spent books d (and n output bytes) to step k, which was called by step
 // k+1. k is -1 for the chain's input (the client's body, the stored object).
 func (c *stepClock) spent(k int, d time.Duration, n int64) {
 	if k >= 0 {
-		c.pending[k].Add(int64(d))
-		c.bytes[k].Add(n)
+		c.steps[k].pending.Add(int64(d))
+		c.steps[k].bytes.Add(n)
 	}
-	if k+1 < len(c.pending) {
-		c.pending[k+1].Add(-int64(d))
+	if k+1 < len(c.steps) {
+		c.steps[k+1].pending.Add(-int64(d))
 	}
 }
 
@@ -108,7 +113,7 @@ func (c *stepClock) begin() time.Time {
 // or an index), which nothing downstream called.
 func (c *stepClock) built(k int, start time.Time) {
 	if c != nil {
-		c.pending[k].Add(int64(c.now().Sub(start)))
+		c.steps[k].pending.Add(int64(c.now().Sub(start)))
 	}
 }
 
@@ -117,7 +122,7 @@ func (c *stepClock) reader(k int, r io.Reader) io.Reader {
 	if c == nil {
 		return r
 	}
-	return wrapReader(r, c, k, k == len(c.meters)-1)
+	return wrapReader(r, c, k, k == len(c.steps)-1)
 }
 
 // source is reader for a GET's decoder chain.
@@ -125,7 +130,7 @@ func (c *stepClock) source(k int, s filter.Source) filter.Source {
 	if c == nil {
 		return s
 	}
-	return &timedFilterSource{src: s, c: c, k: k, top: k == len(c.meters)-1}
+	return &timedFilterSource{src: s, c: c, k: k, top: k == len(c.steps)-1}
 }
 
 // done settles what the chain's set-up cost.
@@ -140,15 +145,16 @@ func (c *stepClock) done() {
 // time a step spent reading ahead outside any call of its consumer (a
 // header read during Decode, say) is carried until it is covered.
 func (c *stepClock) flush() {
-	for k := range c.pending {
-		d := c.pending[k].Swap(0)
+	for k := range c.steps {
+		st := &c.steps[k]
+		d := st.pending.Swap(0)
 		if d < 0 {
-			c.pending[k].Add(d)
+			st.pending.Add(d)
 			d = 0
 		}
-		n := c.bytes[k].Swap(0)
+		n := st.bytes.Swap(0)
 		if d > 0 || n > 0 {
-			c.meters[k].Add(time.Duration(d), n)
+			st.meter.Add(time.Duration(d), n)
 		}
 	}
 }
@@ -164,11 +170,10 @@ type timedReader struct {
 // wrapReader times r as the output of step k; the top of the chain also
 // keeps r's WriteTo (the compression filter streams through it).
 func wrapReader(r io.Reader, c *stepClock, k int, top bool) io.Reader {
-	t := &timedReader{r: r, c: c, k: k, top: top}
 	if _, ok := r.(io.WriterTo); ok && top {
-		return &timedWriterTo{t}
+		return &timedWriterTo{timedReader: timedReader{r: r, c: c, k: k, top: top}}
 	}
-	return t
+	return &timedReader{r: r, c: c, k: k, top: top}
 }
 
 func (t *timedReader) Read(p []byte) (int, error) {
@@ -181,10 +186,14 @@ func (t *timedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-type timedWriterTo struct{ *timedReader }
+type timedWriterTo struct {
+	timedReader
+	tw timedWriter // one per reader, not one per WriteTo
+}
 
 func (t *timedWriterTo) WriteTo(w io.Writer) (int64, error) {
-	tw := &timedWriter{w: w, t: t.timedReader, mark: t.c.now()}
+	tw := &t.tw
+	*tw = timedWriter{w: w, t: &t.timedReader, mark: t.c.now()}
 	n, err := t.r.(io.WriterTo).WriteTo(tw)
 	t.c.spent(t.k, t.c.now().Sub(tw.mark), 0)
 	t.c.flush()
@@ -248,11 +257,11 @@ func (p Pipeline) clock() *stepClock {
 	if p.Observer == nil || len(p.Steps) == 0 {
 		return nil
 	}
-	meters := make([]StepMeter, len(p.Steps))
+	c := newStepClock(p.Observer, len(p.Steps))
 	for i, st := range p.Steps {
-		meters[i] = p.Observer.Step(st.Filter.Info().Name, st.Stage, filter.MethodPut)
+		c.steps[i].meter = p.Observer.Step(st.Filter.Info().Name, st.Stage, filter.MethodPut)
 	}
-	return newStepClock(p.Observer, meters)
+	return c
 }
 
 // clock returns the timing of plan's decoders, in the order they are
@@ -263,9 +272,9 @@ func (d Decoders) clock(plan Plan) *stepClock {
 	if d.Observer == nil || len(plan.Records) == 0 {
 		return nil
 	}
-	meters := make([]StepMeter, len(plan.Records))
+	c := newStepClock(d.Observer, len(plan.Records))
 	for i := range plan.Records {
-		meters[i] = d.Observer.Step(plan.Records[len(plan.Records)-1-i].Filter, "", filter.MethodGet)
+		c.steps[i].meter = d.Observer.Step(plan.Records[len(plan.Records)-1-i].Filter, "", filter.MethodGet)
 	}
-	return newStepClock(d.Observer, meters)
+	return c
 }

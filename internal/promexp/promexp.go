@@ -72,6 +72,7 @@ type Exporter struct {
 	tenants   sync.Map // tenant -> *tenantCounters
 	ops       sync.Map // op -> prometheus.Observer
 	outcomes  sync.Map // outcome -> prometheus.Counter
+	steps     sync.Map // stepKey -> *stepMeter
 	inflightM sync.Mutex
 	inflight  map[*s3api.Observation]struct{}
 }
@@ -264,18 +265,29 @@ func (e *Exporter) outcome(k outcome) prometheus.Counter {
 
 // Step hands the data plane the meter of one filter step.
 func (e *Exporter) Step(name string, stage filter.Stage, method filter.Method) dataplane.StepMeter {
+	k := stepKey{name, stage, method}
+	if m, ok := e.steps.Load(k); ok {
+		return m.(*stepMeter)
+	}
 	st := orUnknown(string(stage))
-	return stepMeter{
+	m, _ := e.steps.LoadOrStore(k, &stepMeter{
 		seconds: e.filterSeconds.WithLabelValues(name, st, string(method)),
 		bytes:   e.filterBytes.WithLabelValues(name, st, string(method)),
-	}
+	})
+	return m.(*stepMeter)
+}
+
+type stepKey struct {
+	filter string
+	stage  filter.Stage
+	method filter.Method
 }
 
 type stepMeter struct {
 	seconds, bytes prometheus.Counter
 }
 
-func (m stepMeter) Add(d time.Duration, n int64) {
+func (m *stepMeter) Add(d time.Duration, n int64) {
 	if d > 0 {
 		m.seconds.Add(d.Seconds())
 	}
