@@ -12,7 +12,7 @@ import (
 // other nodes and the next start read: a dynamic policy stored active is
 // in the table. A controller of this process decides first and writes
 // second, so its decisions (Service.desired) override the stored states
-// until the store agrees.
+// until a reload finds the store in agreement.
 
 // errNotDynamic is returned for activating a policy that is not a dynamic
 // policy of the table in force (deleted since, say).
@@ -21,9 +21,11 @@ var errNotDynamic = errors.New("not a dynamic policy in force")
 // activate builds st's table with the dynamic policies that are active and
 // makes st the current state. The caller holds loadMu.
 func (s *Service) activate(st *state) error {
-	for id := range s.desired {
+	for id, on := range s.desired {
 		if _, ok := st.compiled.Policy(id); !ok {
 			delete(s.desired, id) // deleted or disabled: its controller stops
+		} else if (st.stored[id].state == meta.PolicyActive) == on {
+			delete(s.desired, id) // the store has caught up: it is the truth again
 		}
 	}
 	var ids []string

@@ -420,6 +420,16 @@ func TestActivationWhileTheStoreIsDown(t *testing.T) {
 	f.clock.Advance(period)
 	controllertest.WaitFor(t, "recorded", func() bool { return f.stored(t, id).State == meta.PolicyActive })
 	controllertest.WaitFor(t, "error cleared", func() bool { return f.status(t, automationID(id)).LastError == "" })
+	// Once a reload finds the store in agreement, the store is the truth.
+	if err := f.svc.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.svc.loadMu.Lock()
+	left := len(f.svc.desired)
+	f.svc.loadMu.Unlock()
+	if left != 0 || len(f.putFilters("t1")) != 1 {
+		t.Fatalf("after the store caught up: %d overrides, pipeline %v", left, f.putFilters("t1"))
+	}
 }
 
 func TestSetActivationTakesEffectOnTheNextRequest(t *testing.T) {
