@@ -134,6 +134,10 @@ for server in $peers; do
 done
 
 # The comparison: Facet's figures over each peer's, per workload.
+if (($(wc -w <<<"$peers") < 2)); then
+	echo "reports: $out/results/<server>/<size>-c<conc>-<op>/"
+	exit 0
+fi
 echo
 echo "## facet bench: facet vs peers ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"
 echo
