@@ -84,7 +84,7 @@ type PolicySummary struct {
 	Name string `json:"name,omitempty"`
 	Text string `json:"text"`
 	// State is the state it is (or would be) stored in: active, or pending
-	// for policies with metric conditions, not executed yet.
+	// for policies with metric conditions until a controller activates them.
 	State  string `json:"state"`
 	Reason string `json:"reason,omitempty"`
 	// Targets and Actions are the compiler's reading, for people:
@@ -120,8 +120,8 @@ type Explanation struct {
 	Pipelines []Pipeline `json:"pipelines"`
 	// Removed lists inherited filters that a more specific DELETE removed.
 	Removed []ExplainStep `json:"removed,omitempty"`
-	// Pending lists the ids of policies that target the object but are not
-	// executed yet (metric conditions).
+	// Pending lists the ids of dynamic policies (metric conditions) that
+	// are not activated: their triggers do not hold, or no controller runs.
 	Pending  []string     `json:"pending,omitempty"`
 	Warnings []Diagnostic `json:"warnings,omitempty"`
 }

@@ -389,7 +389,7 @@ func (p *printer) explanation(ex admin.Explanation) error {
 		fmt.Fprintf(p.out, "removed: %s from %s (%s %s)%s\n", st.Filter, policyRef(st), st.Level, st.Target, note)
 	}
 	if len(ex.Pending) > 0 {
-		fmt.Fprintf(p.out, "pending (metric conditions, not executed yet): %s\n", strings.Join(ex.Pending, ", "))
+		fmt.Fprintf(p.out, "pending (metric conditions, not activated): %s\n", strings.Join(ex.Pending, ", "))
 	}
 	writeDiagnostics(p.errOut, "explain", "warning", ex.Warnings)
 	return nil

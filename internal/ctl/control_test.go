@@ -279,7 +279,7 @@ func TestPolicyExplain(t *testing.T) {
 		"PUT storage 1 encryption - p1 (crypt) group GROUP gold",
 		"GET storage - (none)",
 		"removed: noop from p3 (all ALL): DELETE noop by p4 on BUCKET t1/docs",
-		"pending (metric conditions, not executed yet): p5",
+		"pending (metric conditions, not activated): p5",
 	}
 	if len(l) != len(wantRows) {
 		t.Fatalf("explain output:\n%s", out)
