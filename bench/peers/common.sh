@@ -41,3 +41,48 @@ peer_wait_http() {
 peer_free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
+
+# peer_cli NAME PACKAGE@VERSION HEALTH_PATH ACTION [DIR]: the install /
+# start / stop interface shared by the peer scripts. The calling script
+# defines peer_launch BIN DIR PORT ACCESS SECRET, which starts the server
+# in the background (credentials through the environment, never argv) and
+# leaves its pid in $!.
+peer_cli() {
+	local name="$1" pkg="$2" health="$3" action="${4:-}" dir="${5:-}"
+	case "$action" in
+	install)
+		peer_install "$name" "$pkg" >/dev/null
+		;;
+	start)
+		[[ -n "$dir" ]] || { echo "usage: $name.sh start DIR" >&2; return 2; }
+		local bin port access secret
+		bin="$(peer_install "$name" "$pkg")"
+		mkdir -p "$dir/data"
+		port="$(peer_free_port)"
+		access="bench$name"
+		secret="$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 24)"
+		peer_launch "$bin" "$dir" "$port" "$access" "$secret" >"$dir/$name.log" 2>&1
+		echo $! >"$dir/$name.pid"
+		if ! peer_wait_http "http://127.0.0.1:$port$health" 60; then
+			echo "$name did not come up; log: $dir/$name.log" >&2
+			return 1
+		fi
+		echo "PEER_NAME=$name"
+		echo "PEER_ENDPOINT=http://127.0.0.1:$port"
+		echo "PEER_ACCESS_KEY=$access"
+		echo "PEER_SECRET_KEY=$secret"
+		echo "PEER_PID=$(cat "$dir/$name.pid")"
+		;;
+	stop)
+		[[ -n "$dir" ]] || { echo "usage: $name.sh stop DIR" >&2; return 2; }
+		if [[ -f "$dir/$name.pid" ]]; then
+			kill "$(cat "$dir/$name.pid")" 2>/dev/null || true
+			rm -f "$dir/$name.pid"
+		fi
+		;;
+	*)
+		echo "usage: $name.sh install | start DIR | stop DIR" >&2
+		return 2
+		;;
+	esac
+}
