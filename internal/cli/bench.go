@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -199,9 +200,10 @@ func (f *tenantFlags) scenario(fs *pflag.FlagSet, file string) (*bench.Scenario,
 
 func newBenchRunCommand() *cobra.Command {
 	var (
-		f    tenantFlags
-		file string
-		out  string
+		f          tenantFlags
+		file       string
+		out        string
+		cpuprofile string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -224,9 +226,21 @@ With --out DIR, writes DIR/result.json (full report), DIR/throughput.png
 			if err != nil {
 				return err
 			}
+			if cpuprofile != "" {
+				pf, err := os.Create(cpuprofile)
+				if err != nil {
+					return err
+				}
+				defer pf.Close()
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			return runAndReport(cmd, sc, out)
 		},
 	}
+	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write the client's CPU profile here (to check what the client spends)")
 	cmd.Flags().StringVarP(&file, "scenario", "f", "", "scenario file (YAML or JSON)")
 	cmd.Flags().StringVar(&out, "out", "", "directory for result.json, throughput.png and summary.txt")
 	f.register(cmd.Flags(), false)
