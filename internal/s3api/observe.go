@@ -14,6 +14,12 @@ type Observation struct {
 	Bucket string
 	Key    string
 	Start  time.Time
+	// Routed is set once Started has been called (the request was
+	// authenticated and routed); Done is told about unrouted requests too.
+	Routed bool
+	// Carry is the observer's own: what it sets in Started it finds in
+	// Body and Done (workload metrics keep the request's targets there).
+	Carry any
 	// Set when the request ends.
 	Status   int
 	ErrCode  string

@@ -245,6 +245,7 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 		}
 	}
 	req.obs.Op, req.obs.Tenant, req.obs.Bucket, req.obs.Key = string(req.op), req.tenant, t.bucket, t.key
+	req.obs.Routed = true
 	s.observer.Started(&req.obs)
 	ctx := req.Context()
 	if t.bucket != "" && req.op != opCreateBucket {

@@ -1,0 +1,30 @@
+package metrics
+
+import (
+	"github.com/facet-sds/facet/internal/policy"
+	"github.com/facet-sds/facet/internal/s3api"
+)
+
+// ActiveRequests is active_requests: requests in flight when the period
+// ends (summed over nodes).
+func ActiveRequests() Module { return activeRequests{} }
+
+type activeRequests struct{}
+
+func (activeRequests) Info() Info {
+	return Info{Name: "active_requests", Unit: policy.KindCount, Doc: "requests in flight", Merge: MergeSum}
+}
+
+func (activeRequests) NewCell() Cell { return new(Gauge) }
+
+func (activeRequests) Start(_ *s3api.Observation, cs Cells) {
+	for i := range cs.n {
+		cs.c[i].(*Gauge).Add(1)
+	}
+}
+
+func (activeRequests) Finish(_ *s3api.Observation, cs Cells) {
+	for i := range cs.n {
+		cs.c[i].(*Gauge).Add(-1)
+	}
+}

@@ -1,0 +1,114 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/facet-sds/facet/internal/policy"
+	"github.com/facet-sds/facet/internal/s3api"
+)
+
+// The built-in modules are the DSL's request metrics: same names, units
+// and docs, so that every metric a policy can name is measured.
+func TestBuiltinMatchesPolicyVocabulary(t *testing.T) {
+	vocab := map[string]policy.MetricInfo{}
+	for _, m := range policy.DefaultMetrics() {
+		vocab[m.Name] = m
+	}
+	// Storage usage, not request metrics: no module measures them.
+	notMeasured := map[string]bool{"stored_bytes": true, "objects": true}
+	reg := NewBuiltinRegistry()
+	for _, in := range reg.Infos() {
+		v, ok := vocab[in.Name]
+		if !ok {
+			t.Errorf("metric %s is not in policy.DefaultMetrics", in.Name)
+			continue
+		}
+		if v.Unit != in.Unit || v.Doc != in.Doc {
+			t.Errorf("metric %s: module says %s %q, vocabulary %s %q", in.Name, in.Unit, in.Doc, v.Unit, v.Doc)
+		}
+		delete(vocab, in.Name)
+	}
+	for name := range vocab {
+		if !notMeasured[name] {
+			t.Errorf("policy metric %s has no module", name)
+		}
+	}
+	if got := len(reg.PolicyMetrics()); got != len(Builtin()) {
+		t.Errorf("PolicyMetrics lists %d metrics", got)
+	}
+}
+
+// Every built-in module has at least one hook, and its cells flush to
+// nothing when nothing happened.
+func TestBuiltinModulesAreWired(t *testing.T) {
+	for _, m := range Builtin() {
+		_, s := m.(Starter)
+		_, f := m.(Finisher)
+		_, p := m.(PayloadWatcher)
+		if !s && !f && !p {
+			t.Errorf("%s has no hook", m.Info().Name)
+		}
+		if got := m.NewCell().Flush(1e9); got != (Sample{}) {
+			t.Errorf("%s: a fresh cell flushes %+v", m.Info().Name, got)
+		}
+	}
+}
+
+type fakeModule struct{ info Info }
+
+func (m fakeModule) Info() Info                          { return m.info }
+func (fakeModule) NewCell() Cell                         { return new(Counter) }
+func (fakeModule) Start(*s3api.Observation, Cells)       {}
+func (fakeModule) Finish(o *s3api.Observation, cs Cells) {}
+
+func TestRegistryRejects(t *testing.T) {
+	r := NewRegistry(Ops())
+	for _, c := range []struct {
+		info Info
+		want string
+	}{
+		{Info{Name: "ops", Merge: MergeSum}, "twice"},
+		{Info{Name: "Put.Ops", Merge: MergeSum}, "lower-case word"},
+		{Info{Name: "", Merge: MergeSum}, "lower-case word"},
+		{Info{Name: "x", Merge: "median"}, "unknown merge"},
+	} {
+		err := r.Register(fakeModule{c.info})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Register(%+v) = %v, want %q", c.info, err, c.want)
+		}
+	}
+	if err := r.Register(fakeModule{Info{Name: "custom_metric", Unit: policy.KindCount, Merge: MergeMax}}); err != nil {
+		t.Fatal(err)
+	}
+	if in, ok := r.Lookup("custom_metric"); !ok || in.Merge != MergeMax {
+		t.Fatalf("lookup: %+v %v", in, ok)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("NewRegistry with a duplicate did not panic")
+		}
+	}()
+	NewRegistry(Ops(), Ops())
+}
+
+func TestParseTarget(t *testing.T) {
+	for in, want := range map[string]Target{
+		"tenant:t1":           TenantTarget("t1"),
+		"bucket:t1/b1":        BucketTarget("t1", "b1"),
+		"object:t1/b1/a/b//c": ObjectTarget("t1", "b1", "a/b//c"),
+	} {
+		got, err := ParseTarget(in)
+		if err != nil || got != want || got.String() != in {
+			t.Errorf("ParseTarget(%q) = %+v, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "t1", "tenant:", "tenant:t1/b1", "bucket:t1", "bucket:t1/", "bucket:t1/b1/k", "object:t1/b1", "object:t1/b1/", "volume:v1"} {
+		if _, err := ParseTarget(bad); err == nil {
+			t.Errorf("ParseTarget(%q) accepted", bad)
+		}
+	}
+	if got := ObjectTarget("t1", "my.bucket", "a b.txt").subjectTokens(); got != "object.t1/my%2Ebucket/a%20b%2Etxt" {
+		t.Errorf("subject tokens %q", got)
+	}
+}

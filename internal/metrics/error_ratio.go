@@ -1,0 +1,28 @@
+package metrics
+
+import (
+	"github.com/facet-sds/facet/internal/policy"
+	"github.com/facet-sds/facet/internal/s3api"
+)
+
+// ErrorRatio is error_ratio: the fraction of requests the server failed
+// (5xx), merged over nodes as failed/all of the cluster.
+func ErrorRatio() Module { return errorRatio{} }
+
+type errorRatio struct{}
+
+func (errorRatio) Info() Info {
+	return Info{Name: "error_ratio", Unit: policy.KindRatio, Doc: "requests failed by the server (5xx) over all requests", Merge: MergeMean}
+}
+
+func (errorRatio) NewCell() Cell { return new(Ratio) }
+
+func (errorRatio) Finish(o *s3api.Observation, cs Cells) {
+	var n int64
+	if failed(o) {
+		n = 1
+	}
+	for i := range cs.n {
+		cs.c[i].(*Ratio).Add(n, 1)
+	}
+}

@@ -1,0 +1,29 @@
+package metrics
+
+import (
+	"github.com/facet-sds/facet/internal/policy"
+	"github.com/facet-sds/facet/internal/s3api"
+)
+
+// Errors is errors: requests the server failed (status 5xx, throttling
+// included) per second. Client mistakes (4xx) are not the storage's
+// failures and do not count.
+func Errors() Module { return errorRate{} }
+
+type errorRate struct{}
+
+func (errorRate) Info() Info {
+	return Info{Name: "errors", Unit: policy.KindOpsRate, Doc: "requests failed by the server (5xx) per second", Merge: MergeSum}
+}
+
+func (errorRate) NewCell() Cell { return new(Counter) }
+
+func (errorRate) Finish(o *s3api.Observation, cs Cells) {
+	if failed(o) {
+		for i := range cs.n {
+			cs.c[i].(*Counter).Add(1)
+		}
+	}
+}
+
+func failed(o *s3api.Observation) bool { return o.Status >= 500 }
