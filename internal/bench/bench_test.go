@@ -440,15 +440,8 @@ func TestKeyState(t *testing.T) {
 // A short run against a real facet serve stack in-process: the runner's
 // counts, bytes and phases come out right.
 func TestRunAgainstFacet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a gateway")
-	}
 	ctx := context.Background()
-	gw, err := startGateway(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.stop()
+	gw := testGateway(t)
 	sc := &Scenario{
 		Name: "unit",
 		Tenants: []Tenant{
@@ -512,4 +505,18 @@ func TestExampleScenariosValidate(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+}
+
+// testGateway starts an in-process facet serve stack for the test.
+func testGateway(t *testing.T) *gateway {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a gateway")
+	}
+	gw, err := startGateway(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.stop)
+	return gw
 }

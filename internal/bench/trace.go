@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -151,15 +152,7 @@ func ParseTrace(r io.Reader) ([]TraceRecord, error) {
 		}
 		out = append(out, TraceRecord{T: t, Tenant: f[1], Op: op, Bucket: f[3], Key: f[4], Size: size})
 	}
-	slices.SortStableFunc(out, func(a, b TraceRecord) int {
-		switch {
-		case a.T < b.T:
-			return -1
-		case a.T > b.T:
-			return 1
-		}
-		return 0
-	})
+	sortByTime(out)
 	if len(out) > 0 {
 		t0 := out[0].T
 		for i := range out {
@@ -167,6 +160,11 @@ func ParseTrace(r io.Reader) ([]TraceRecord, error) {
 		}
 	}
 	return out, nil
+}
+
+// sortByTime orders records by timestamp, keeping file order for ties.
+func sortByTime(recs []TraceRecord) {
+	slices.SortStableFunc(recs, func(a, b TraceRecord) int { return cmp.Compare(a.T, b.T) })
 }
 
 // WriteTrace writes records in the CSV trace format, with a header.
@@ -406,15 +404,7 @@ func Synthesize(o SynthOptions) ([]TraceRecord, error) {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(i)+1))
 		out = append(out, gen(t, rng, o.Duration.Seconds(), o.Rate)...)
 	}
-	slices.SortStableFunc(out, func(a, b TraceRecord) int {
-		switch {
-		case a.T < b.T:
-			return -1
-		case a.T > b.T:
-			return 1
-		}
-		return 0
-	})
+	sortByTime(out)
 	return out, nil
 }
 

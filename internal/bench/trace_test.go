@@ -162,15 +162,8 @@ func TestSynthesizeIdiadaAndArctur(t *testing.T) {
 // Replay against a real gateway: every record is executed, objects read
 // before being written are created first, and time scaling holds.
 func TestReplayAgainstFacet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a gateway")
-	}
 	ctx := context.Background()
-	gw, err := startGateway(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.stop()
+	gw := testGateway(t)
 	var b bytes.Buffer
 	b.WriteString("timestamp,tenant,op,bucket,key,size\n")
 	// t1 reads an object it never wrote (must be prepared), writes and

@@ -268,15 +268,7 @@ func writeResults(dir string, rep *bench.Report) error {
 		return err
 	}
 	write := func(name string, f func(io.Writer) error) error {
-		fh, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if err := f(fh); err != nil {
-			fh.Close()
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		return fh.Close()
+		return writeFile(filepath.Join(dir, name), f)
 	}
 	if err := write("result.json", rep.WriteJSON); err != nil {
 		return err
@@ -422,21 +414,12 @@ func newBenchTraceCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			if out != "" {
-				fh, err := os.Create(out)
-				if err != nil {
-					return err
-				}
-				defer fh.Close()
-				w = fh
-			}
 			comment := fmt.Sprintf("synthetic %s trace: facet bench trace synth --kind %s --tenants %s --duration %s --rate %g --seed %d\n"+
 				"shape after seeds/001: %s", o.Kind, o.Kind, tenants, o.Duration, o.Rate, o.Seed, map[string]string{
 				"idiada": "write-dominated documents (~80% of bytes written), mean object 0.91 MB",
 				"arctur": "read-dominated web objects (>99.9% of bytes read), mean object 0.28 MB, Zipf popularity",
 			}[o.Kind])
-			return bench.WriteTrace(w, comment, recs)
+			return toOutput(cmd, out, func(w io.Writer) error { return bench.WriteTrace(w, comment, recs) })
 		},
 	}
 	synth.Flags().StringVar(&o.Kind, "kind", "idiada", "idiada or arctur")
@@ -486,16 +469,10 @@ per-chunk compressibility profile that mimic:SAMPLE reproduces.`,
 			if measure {
 				return measureDatagen(w, src, ds, size, seed)
 			}
-			if out != "" {
-				fh, err := os.Create(out)
-				if err != nil {
-					return err
-				}
-				defer fh.Close()
-				w = fh
-			}
-			_, err = io.Copy(w, src.NewReader(seed, size))
-			return err
+			return toOutput(cmd, out, func(w io.Writer) error {
+				_, err := io.Copy(w, src.NewReader(seed, size))
+				return err
+			})
 		},
 	}
 	cmd.Flags().StringVar(&spec, "data", "realistic:3", "zeros, random, realistic[:RATIO] or mimic:SAMPLE")
@@ -505,6 +482,27 @@ per-chunk compressibility profile that mimic:SAMPLE reproduces.`,
 	cmd.Flags().BoolVar(&measure, "measure", false, "report generation speed and achieved gzip/zstd ratios instead of writing")
 	cmd.Flags().StringVar(&profile, "profile", "", "print the compressibility profile of this sample file")
 	return cmd
+}
+
+// toOutput runs write on the file path, or on stdout when path is empty.
+func toOutput(cmd *cobra.Command, path string, write func(io.Writer) error) error {
+	if path == "" {
+		return write(cmd.OutOrStdout())
+	}
+	return writeFile(path, write)
+}
+
+// writeFile creates path and runs write on it; a close error counts.
+func writeFile(path string, write func(io.Writer) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return fh.Close()
 }
 
 func measureDatagen(w io.Writer, src *datagen.Source, spec datagen.Spec, size int64, seed uint64) error {
