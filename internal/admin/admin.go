@@ -1,6 +1,8 @@
 // Package admin owns Facet's control API: REST/JSON over HTTP, guarded by the
 // admin bearer token, for tenants (their access keys, buckets, data keys and
-// usage), groups, policies and the filter registry. It also serves the API's
+// usage), groups, policies, the filter registry, controllers and workload
+// metrics (/v1/metrics: the registry and current values per target, from a
+// MetricsSource). It also serves the API's
 // OpenAPI 3 description. The API is served under /v1 and, as before, under
 // /api/v1. The listener also serves /healthz (open) and, when configured,
 // the Prometheus exposition on /metrics, which takes the admin token or a
@@ -69,6 +71,9 @@ type Config struct {
 	Usage UsageSource
 	// Controllers lists the running controllers; nil answers its route 501.
 	Controllers ControllerSource
+	// Workload reports workload metrics (GET /v1/metrics); nil answers
+	// its routes 501.
+	Workload MetricsSource
 	// Metrics serves GET /metrics (Prometheus); nil answers 404.
 	Metrics http.Handler
 	// MetricsToken is a bearer token good for /metrics only; the admin
@@ -91,6 +96,7 @@ type handler struct {
 	policies    PolicyService
 	usage       UsageSource
 	controllers ControllerSource
+	workload    MetricsSource
 	log         *slog.Logger
 	tokenHash   *[sha256.Size]byte // nil: no token configured, refuse all
 	// metricsHash is MetricsToken's; nil when there is none.
@@ -137,11 +143,13 @@ var routes = []route{
 	{http.MethodGet, "/filters", (*handler).listFilters},
 	{http.MethodGet, "/filters/{filter}", (*handler).getFilter},
 	{http.MethodGet, "/controllers", (*handler).listControllers},
+	{http.MethodGet, "/metrics", (*handler).listMetrics},
+	{http.MethodGet, "/metrics/{metric}", (*handler).getMetric},
 }
 
 // New returns the control API handler.
 func New(cfg Config) http.Handler {
-	h := &handler{store: cfg.Store, policies: cfg.Policies, usage: cfg.Usage, controllers: cfg.Controllers, log: cfg.Logger, mux: http.NewServeMux()}
+	h := &handler{store: cfg.Store, policies: cfg.Policies, usage: cfg.Usage, controllers: cfg.Controllers, workload: cfg.Workload, log: cfg.Logger, mux: http.NewServeMux()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

@@ -532,6 +532,7 @@ func TestOpenAPISchemasMatchWireTypes(t *testing.T) {
 		PolicyApplied{}, Diagnostic{}, PolicySummary{}, ValidateResult{}, ExplainStep{}, Pipeline{}, Explanation{},
 		FilterParam{}, FilterInfo{}, FilterList{}, DataKeyID{}, DataKeys{}, TenantUsage{},
 		ControllerStatus{}, ControllerValue{}, ControllerList{},
+		MetricInfo{}, MetricList{}, MetricValue{}, MetricValues{},
 	}
 	for _, v := range wire {
 		typ := reflect.TypeOf(v)
