@@ -520,3 +520,31 @@ func testGateway(t *testing.T) *gateway {
 	t.Cleanup(gw.stop)
 	return gw
 }
+
+// Open loop with a ramp: the schedule issues rate × phase length ops per
+// phase, whether the server is fast or slow (ops the client could not
+// start are counted as dropped, not lost).
+func TestOpenLoopRamp(t *testing.T) {
+	gw := testGateway(t)
+	sc := &Scenario{
+		Name: "ramp",
+		Tenants: []Tenant{{
+			Name: "r", Endpoint: gw.s3URL, AccessKey: gw.accessKey, SecretKey: gw.secret, Bucket: "unit-ramp",
+			Concurrency: 8, Mix: Mix{"put": 1}, Size: SizeDist{Dist: "fixed", Size: "1KB"}, Keys: KeySpace{Count: 50},
+			Ramp: &Ramp{From: 20, To: 40, Step: 20, Every: Duration(time.Second)},
+		}},
+	}
+	rep, err := Run(context.Background(), sc, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tot := rep.Tenants[0].Total
+	// 20/s for 1 s then 40/s for 1 s: 60 ops, give or take the first
+	// ticket of each phase.
+	if n := tot.Ops + tot.Dropped + tot.Errors; n < 58 || n > 63 {
+		t.Fatalf("ramp 20→40/s over 2 s issued %d ops (%+v)", n, tot)
+	}
+	if rep.ElapsedS < 1.9 || rep.ElapsedS > 2.1 {
+		t.Errorf("run length %.2fs, want the ramp's 2 s", rep.ElapsedS)
+	}
+}

@@ -441,13 +441,21 @@ func (tr *tenantRun) work(ctx context.Context, start time.Time, w *worker, ticke
 // dispatch issues open-loop tickets: in each phase with a rate, the
 // number due is rate × time since the phase began, so timer lateness is
 // caught up rather than lost.
-func (tr *tenantRun) dispatch(ctx context.Context, start time.Time, tickets chan<- time.Time, rec *recorder) {
+func (tr *tenantRun) dispatch(ctx context.Context, start time.Time, tickets chan time.Time, rec *recorder) {
 	var cur phaseAt
 	var issued int64
 	for ctx.Err() == nil {
 		now := time.Since(start)
 		ph, ok := tr.phase(now)
 		if !ok || ph.rate == 0 {
+			// Tickets left from an open-loop phase would start the next
+			// one with a burst.
+			for len(tickets) > 0 {
+				select {
+				case <-tickets:
+				default:
+				}
+			}
 			sleepUntil(ctx, start, ph.to, 50*time.Millisecond)
 			continue
 		}
