@@ -49,6 +49,20 @@ type Options struct {
 	MetricsToken string
 	// MetricsBucketLabels adds bucket labels to the Prometheus counters.
 	MetricsBucketLabels bool
+	// BusURL joins an external NATS bus ("nats://host:4222", or several
+	// comma-separated); empty embeds one in the process.
+	BusURL string
+	// BusListen makes the embedded bus accept connections (other
+	// gateways, out-of-process controllers); empty opens no port.
+	BusListen string
+	// Node names this gateway in metric samples; empty means the host
+	// name with a random suffix.
+	Node string
+	// MetricsPeriod is the workload-metric period; 0 means one second.
+	MetricsPeriod time.Duration
+	// NoWorkloadMetrics stops measuring requests (benchmarks compare);
+	// the bus and the aggregator still run.
+	NoWorkloadMetrics bool
 	// Out receives the one-time announcement of a generated admin token.
 	Out io.Writer
 	// Ready, when set, is called with the bound addresses once both
@@ -95,9 +109,14 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	go policies.Run(ctx)
 
 	prom := promexp.New(promexp.Config{BucketLabels: opts.MetricsBucketLabels, Policies: policies, Logger: logger})
+	work, err := startWorkload(ctx, opts, logger)
+	if err != nil {
+		return fmt.Errorf("bus and workload metrics: %w", err)
+	}
+	defer work.close()
 	// metricFeed is where the workload-metric aggregator plugs in: with a
 	// feed, automation controllers run the dynamic policies.
-	var metricFeed control.Feed
+	metricFeed := work.feed()
 	controllers, err := startControllers(ctx, policies, metricFeed, prom, logger)
 	if err != nil {
 		return fmt.Errorf("controllers: %w", err)
@@ -106,10 +125,10 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		Backend: backend, Buckets: store, Auth: newAuthenticator(store), Logger: logger,
 		Domains: opts.Domains, Region: opts.Region,
 		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: registry, Env: filter.Env{Keys: dataKeys}, Observer: prom},
-		Observer: prom,
+		Observer: promexp.Multi(prom, work.observer()),
 	})
 	adminHandler := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, log: logger}, Token: token, Logger: logger,
-		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers,
+		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
 		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken})
 
 	s3ln, err := net.Listen("tcp", opts.S3Addr)
