@@ -51,7 +51,7 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGTERM")
 	f.StringVar(&opts.MetricsToken, "metrics-token", "", "bearer token for the admin listener's /metrics only (the admin token works there too); prefer FACET_METRICS_TOKEN")
 	f.BoolVar(&opts.MetricsBucketLabels, "metrics-bucket-labels", false, "add bucket labels to the Prometheus request and byte counters (one series set per bucket)")
-	f.StringVar(&opts.BusURL, "bus", "", "NATS bus to join (nats://host:4222, comma-separated for a cluster; see `facet bus`); empty embeds one in the process")
+	f.StringVar(&opts.BusURL, "bus", "", "NATS bus to join (nats://host:4222, comma-separated for a cluster, e.g. a facet bus); empty embeds one in the process")
 	f.StringVar(&opts.BusListen, "bus-listen", "", "let the embedded bus accept connections on this address (other gateways, out-of-process controllers); empty opens no port")
 	f.StringVar(&opts.Node, "node", "", "this gateway's name in workload-metric samples (default: host name and a random suffix)")
 	f.DurationVar(&opts.MetricsPeriod, "metrics-period", time.Second, "workload-metric period: each node publishes one sample per metric per period")
