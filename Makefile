@@ -62,6 +62,8 @@ bench: build
 	./$(BIN) bench pipeline
 	./$(BIN) bench range
 	$(GO) test -run='^$$' -bench='Compression|Decompression|Encryption|Noop' -benchtime=2s -cpu=1 ./internal/filter/
+	# Prometheus exporter: 4 KiB PUT/GET with and without it, its cost per request, filter timing.
+	$(GO) test -run='^$$' -bench=. -benchtime=2s -cpu=1 ./internal/promexp/
 
 # A local Redis for `facet serve --meta $$(scripts/redis.sh url)`.
 redis-start:
