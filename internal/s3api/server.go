@@ -177,10 +177,8 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.Header().Set("x-amz-request-id", req.id)
 	w.Header().Set("x-amz-id-2", req.id)
 	w.Header().Set("Server", "Facet")
-	err := s.serve(w, req)
-	for _, f := range req.cleanups {
-		f()
-	}
+	// Deferred so that observers hear of a request even when its handler
+	// aborts the connection with a panic (http.ErrAbortHandler).
 	defer func() {
 		o := &req.obs
 		o.Op, o.Tenant, o.Bucket, o.Key = string(req.op), req.tenant, req.target.bucket, req.target.key
@@ -190,6 +188,10 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 		s.observer.Done(o)
 	}()
+	err := s.serve(w, req)
+	for _, f := range req.cleanups {
+		f()
+	}
 	if err != nil {
 		e := s3err.As(err)
 		req.obs.ErrCode = e.Code.Name
