@@ -61,6 +61,8 @@ bench: build
 	./$(BIN) bench spine
 	./$(BIN) bench pipeline
 	./$(BIN) bench range
+	# Workload metrics: 4 KiB PUT/GET with them on vs off, bus traffic vs Crystal's model.
+	./$(BIN) bench metrics
 	$(GO) test -run='^$$' -bench='Compression|Decompression|Encryption|Noop' -benchtime=2s -cpu=1 ./internal/filter/
 	# Prometheus exporter: 4 KiB PUT/GET with and without it, its cost per request, filter timing.
 	$(GO) test -run='^$$' -bench=. -benchtime=2s -cpu=1 ./internal/promexp/

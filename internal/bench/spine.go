@@ -185,17 +185,21 @@ type gateway struct {
 	stop      func()
 }
 
-func startGateway(ctx context.Context, dir string) (*gateway, error) {
+func startGateway(ctx context.Context, dir string, tweaks ...func(*server.Options)) (*gateway, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	token := "bench-token"
+	opts := server.Options{
+		DataDir: dir, S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: token,
+		Region: "us-east-1", ShutdownTimeout: 5 * time.Second,
+		Ready: func(s3, admin string) { ready <- [2]string{s3, admin} },
+	}
+	for _, tweak := range tweaks {
+		tweak(&opts)
+	}
 	go func() {
-		done <- server.Run(ctx, server.Options{
-			DataDir: dir, S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: token,
-			Region: "us-east-1", ShutdownTimeout: 5 * time.Second,
-			Ready: func(s3, admin string) { ready <- [2]string{s3, admin} },
-		}, slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		done <- server.Run(ctx, opts, slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
 	var addrs [2]string
 	select {

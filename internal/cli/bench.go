@@ -56,6 +56,7 @@ func newBenchCommand() *cobra.Command {
 	spine.Flags().BoolVar(&quick, "quick", false, "small run, for smoke tests")
 	cmd.AddCommand(spine, newBenchPipelineCommand(), newBenchRangeCommand(), newBenchRunCommand(), newBenchReplayCommand(), newBenchCompareCommand(),
 		newBenchTraceCommand(), newBenchDatagenCommand())
+	cmd.AddCommand(newBenchMetricsCommand())
 	return cmd
 }
 

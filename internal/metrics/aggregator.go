@@ -206,7 +206,7 @@ func (a *Aggregator) Start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s2, err := a.bus.Subscribe(SubjectWatch, func(_ string, data []byte) { a.onWatch(data) })
+		s2, err := a.bus.Subscribe(SubjectWatchPrefix+"*", func(_ string, data []byte) { a.onWatch(data) })
 		if err != nil {
 			_ = s1.Unsubscribe()
 			return err
@@ -387,7 +387,7 @@ func (a *Aggregator) Tick(now time.Time) {
 		for k, set := range a.subs {
 			for s := range set {
 				if s.object {
-					pubs = append(pubs, pub{SubjectWatch, Watch{V: msgVersion, Metric: k.metric, Target: k.target, TTLMs: a.watchTTL().Milliseconds()}})
+					pubs = append(pubs, pub{SubjectWatchPrefix + string(KindObject), Watch{V: msgVersion, Metric: k.metric, Target: k.target, TTLMs: a.watchTTL().Milliseconds()}})
 					break
 				}
 			}

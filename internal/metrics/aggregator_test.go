@@ -242,7 +242,7 @@ func TestAggregatorBusOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, _ := json.Marshal(Watch{V: 1, Metric: "put_ops", Target: "bucket:t1/my.b", TTLMs: 60_000})
-	_ = b.Publish(SubjectWatch, w)
+	_ = b.Publish(SubjectWatchPrefix+"bucket", w)
 	if _, err := a.Subscribe("put_ops", "object:t1/b/hot.txt", func(Value) {}); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestAggregatorBusOutputs(t *testing.T) {
 	if n := len(b.published(SubjectAggPrefix + "put_ops.tenant.>")); n != 0 {
 		t.Fatalf("%d values for unwatched tenants", n)
 	}
-	watches := b.published(SubjectWatch)
+	watches := b.published(SubjectWatchPrefix + "object")
 	found := false
 	for _, m := range watches {
 		var w Watch

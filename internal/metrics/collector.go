@@ -6,6 +6,8 @@ import (
 	"hash/maphash"
 	"io"
 	"log/slog"
+	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -244,7 +246,9 @@ func (c *Collector) Done(o *s3api.Observation) {
 }
 
 func (c *Collector) shard(k tkey) *shard {
-	return &c.shards[maphash.Comparable(c.seed, k)%nShards]
+	// Two string hashes: maphash.Comparable on a struct costs several
+	// times more. An object shares its bucket's shard.
+	return &c.shards[(maphash.String(c.seed, k.tenant)^maphash.String(c.seed, k.bucket))%nShards]
 }
 
 // pin finds or makes k's target and takes a reference on it. The evictor
@@ -299,7 +303,7 @@ func (c *Collector) Listen(ctx context.Context) error {
 	if c.bus == nil {
 		return nil
 	}
-	sub, err := c.bus.Subscribe(SubjectWatch, func(_ string, data []byte) { c.onWatch(data) })
+	sub, err := c.bus.Subscribe(SubjectWatchPrefix+string(KindObject), func(_ string, data []byte) { c.onWatch(data) })
 	if err != nil {
 		return err
 	}
@@ -328,6 +332,19 @@ func (c *Collector) loop(ctx context.Context) {
 			t.Reset(time.Until(nextBoundary(time.Now(), c.period)))
 		}
 	}
+}
+
+// round6 keeps six significant digits: more than any policy threshold
+// needs, and it keeps messages short (3/1.0003 s would print 17 digits).
+func round6(v float64) float64 {
+	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return v
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+	if err != nil {
+		return v
+	}
+	return r
 }
 
 func nextBoundary(now time.Time, period time.Duration) time.Time {
@@ -385,9 +402,9 @@ func (c *Collector) Flush(now time.Time) []NodeSample {
 				if s.Weight <= 0 {
 					continue
 				}
-				samples[i].Weights[t.name] = s.Weight
+				samples[i].Weights[t.name] = round6(s.Weight)
 			}
-			samples[i].Values[t.name] = s.Value
+			samples[i].Values[t.name] = round6(s.Value)
 		}
 		if active || t.refs.Load() > 0 {
 			t.idle = 0

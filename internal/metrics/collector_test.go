@@ -104,7 +104,7 @@ func TestCollectorObjectWatch(t *testing.T) {
 	inflight.Routed = true
 	c.Started(inflight)
 	w, _ := json.Marshal(Watch{V: 1, Metric: "put_ops", Target: "object:t1/b1/hot", TTLMs: 60_000})
-	if err := b.Publish(SubjectWatch, w); err != nil {
+	if err := b.Publish(SubjectWatchPrefix+"object", w); err != nil {
 		t.Fatal(err)
 	}
 	serve(t, c, req("PutObject", "t1", "b1", "hot"), nil)
@@ -123,7 +123,7 @@ func TestCollectorObjectWatch(t *testing.T) {
 	}
 	bad := []string{`{"v":2,"metric":"put_ops","target":"object:t1/b1/x","ttl_ms":1000}`, `{"v":1,"target":"nope","ttl_ms":1}`, `not json`}
 	for _, m := range bad {
-		_ = b.Publish(SubjectWatch, []byte(m))
+		_ = b.Publish(SubjectWatchPrefix+"object", []byte(m))
 	}
 	if n := c.stats.badWatches.Load(); n != 3 {
 		t.Fatalf("bad watches counted %d", n)
@@ -208,5 +208,13 @@ func TestCollectorIgnoresUnrouted(t *testing.T) {
 	c.Done(o)
 	if v := flush(c, at(1))["ops"].Values; len(v) != 0 || c.Stats().Targets != 0 {
 		t.Fatalf("unrouted request counted: %v", v)
+	}
+}
+
+func TestRound6(t *testing.T) {
+	for in, want := range map[float64]float64{0: 0, 3 / 1.0003: 2.9991, 123456789: 123457000, 0.000123456789: 0.000123457, -2.5: -2.5} {
+		if got := round6(in); got != want {
+			t.Errorf("round6(%v) = %v, want %v", in, got, want)
+		}
 	}
 }

@@ -41,10 +41,10 @@ func TestCompressibility(t *testing.T) {
 		t.Fatalf("tenant %v not between %v and %v", tenant, random, text)
 	}
 	w := s.Weights
-	if got := (text*w["bucket:t1/text"] + random*w["bucket:t1/random"]) / (w["bucket:t1/text"] + w["bucket:t1/random"]); !near(got, tenant) {
+	if got := (text*w["bucket:t1/text"] + random*w["bucket:t1/random"]) / (w["bucket:t1/text"] + w["bucket:t1/random"]); !approx(got, tenant) {
 		t.Fatalf("weighted mean of buckets %v != tenant %v", got, tenant)
 	}
-	if !near(w["bucket:t1/text"]*text, 10000) || !near(w["tenant:t1"]*tenant, 20000) {
+	if !approx(w["bucket:t1/text"]*text, 10000) || !approx(w["tenant:t1"]*tenant, 20000) {
 		t.Fatalf("every byte was sampled: weights %v values %v", w, s.Values)
 	}
 	if len(flush(c, at(2))["compressibility"].Values) != 0 {
@@ -62,7 +62,7 @@ func TestCompressibilitySampling(t *testing.T) {
 	serve(t, c, req("PutObject", "t1", "b1", "k2"), p)
 	s := flush(c, at(1))["compressibility"]
 	// Only the first chunk of the first PUT was compressed.
-	if plain := s.Values["bucket:t1/b1"] * s.Weights["bucket:t1/b1"]; !near(plain, chunk) {
+	if plain := s.Values["bucket:t1/b1"] * s.Weights["bucket:t1/b1"]; !approx(plain, chunk) {
 		t.Fatalf("sampled %v original bytes, want one chunk (%d)", plain, chunk)
 	}
 	// A new period: sampled again. Another bucket: sampled too.
@@ -74,7 +74,7 @@ func TestCompressibilitySampling(t *testing.T) {
 			t.Fatalf("%s not sampled in the second period: %v", tg, s.Values)
 		}
 	}
-	if plain := s.Values["bucket:t1/b2"] * s.Weights["bucket:t1/b2"]; !near(plain, chunk/2) {
+	if plain := s.Values["bucket:t1/b2"] * s.Weights["bucket:t1/b2"]; !approx(plain, chunk/2) {
 		t.Fatalf("a short payload's only chunk: %v bytes", plain)
 	}
 }

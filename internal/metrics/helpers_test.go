@@ -55,6 +55,9 @@ func flush(c *Collector, now time.Time) map[string]NodeSample {
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
+// approx allows for the six significant digits samples keep.
+func approx(a, b float64) bool { return math.Abs(a-b) <= 1e-5*math.Max(1, math.Abs(b)) }
+
 // wantValues checks a sample's values exactly (targets absent from want
 // must be absent from the sample).
 func wantValues(t *testing.T, s NodeSample, want map[string]float64) {

@@ -14,8 +14,10 @@ const (
 	// SubjectNodePrefix + metric: one node's sample of one metric, once per
 	// period (NodeSample).
 	SubjectNodePrefix = "facet.metrics.node."
-	// SubjectWatch: a lease asking for a target's values (Watch).
-	SubjectWatch = "facet.metrics.watch"
+	// SubjectWatchPrefix + target kind ("tenant", "bucket", "object"): a
+	// lease asking for a target's values (Watch). Nodes listen to object
+	// watches only; aggregators to all.
+	SubjectWatchPrefix = "facet.metrics.watch."
 	// SubjectAggPrefix + metric: the merged values of every target, once
 	// per period (Aggregate); + metric + "." + kind + "." + escaped path:
 	// one watched target's value (TargetValue).
@@ -68,7 +70,7 @@ type TargetValue struct {
 	Nodes    int     `json:"nodes"`
 }
 
-// Watch asks, on facet.metrics.watch, for a target's values until TTLMs
+// Watch asks, on facet.metrics.watch.<kind>, for a target's values until TTLMs
 // from receipt: aggregators then publish its TargetValue every period, and
 // nodes count object targets (which they do not otherwise). Send it again
 // before it lapses.
@@ -92,3 +94,6 @@ func decode(data []byte, v any, version func() int) error {
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// WatchSubject is the subject a watch of t is published on.
+func WatchSubject(t Target) string { return SubjectWatchPrefix + string(t.Kind) }

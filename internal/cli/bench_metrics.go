@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facet-sds/facet/internal/bench"
+)
+
+func newBenchMetricsCommand() *cobra.Command {
+	var quick bool
+	cmd := &cobra.Command{
+		Use:   "metrics",
+		Short: "Workload metrics: 4 KiB PUT/GET through facet serve with metrics on vs off, and bus traffic per period vs Crystal's model O = W·s·(2N+C)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := os.MkdirTemp("", "facet-bench-*")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(d)
+			scenarios := []bench.SpineScenario{{Size: 4 << 10, Ops: 2000, Concurrency: 1}, {Size: 4 << 10, Ops: 4000, Concurrency: 8}}
+			rounds, periods, configs := 10, 10, bench.DefaultTrafficConfigs
+			if quick {
+				scenarios, rounds, periods = []bench.SpineScenario{{Size: 4 << 10, Ops: 200, Concurrency: 2}}, 2, 3
+				configs = configs[:2]
+			}
+			for i := range scenarios {
+				scenarios[i].Ops /= rounds / 2 // the same total over more, shorter rounds
+			}
+			out := cmd.OutOrStdout()
+			var rows []bench.Comparison
+			var summary []bench.OverheadSummary
+			var busLines []string
+			for _, sc := range scenarios {
+				res, err := bench.RunMetricsOverhead(cmd.Context(), d, sc, rounds, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				rows = append(rows, res.Rows...)
+				summary = append(summary, res.Summary...)
+				busLines = append(busLines, fmt.Sprintf("- %s c=%d: %.0f bytes and %.1f messages per %s period on the bus (W=%d metrics, N=1 node, its own aggregator)",
+					"4 KiB", sc.Concurrency, res.BusBytesPerPeriod, res.BusMsgsPerPeriod, res.Period, res.Metrics))
+			}
+			costGet, costPut := bench.CollectorCost(200_000)
+			traffic, err := bench.RunBusTraffic(cmd.Context(), configs, periods, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "\nfacet bench metrics (%s): the facet row has workload metrics on, the other off (%d alternating rounds)\n\n", time.Now().UTC().Format(time.RFC3339), rounds)
+			bench.WriteTable(out, rows)
+			fmt.Fprintln(out, "\nThe same runs, as figures that resist a noisy machine (process CPU includes the client):")
+			fmt.Fprintln(out)
+			bench.WriteOverhead(out, summary)
+			fmt.Fprintf(out, "\nThe collector alone, out of any server: %.2f µs per GET, %.2f µs per 4 KiB PUT (payload sampled for compressibility).\n",
+				float64(costGet.Nanoseconds())/1e3, float64(costPut.Nanoseconds())/1e3)
+			fmt.Fprintln(out, "\nMonitoring traffic of the metrics-on gateway under that load (broker in+out):")
+			for _, l := range busLines {
+				fmt.Fprintln(out, l)
+			}
+			fmt.Fprintf(out, "\nMonitoring traffic per period at the broker, %d periods, vs Crystal's model (s = %d bytes):\n\n", periods, bench.CrystalEventBytes)
+			bench.WriteTraffic(out, traffic)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&quick, "quick", false, "small run, for smoke tests")
+	return cmd
+}
