@@ -77,9 +77,10 @@ type Aggregator struct {
 	subs    map[subKey]map[*subscription]struct{}
 	leases  map[subKey]time.Time // watches from the bus
 	latest  map[string]Aggregate
-	lastIn  time.Time // last sample received
-	firstMs int64     // start of the first period seen; 0 before any
-	leased  time.Time // last time own object watches were renewed
+	perNode map[string]map[string]NodeSample // metric, node: the latest merged period's samples
+	lastIn  time.Time                        // last sample received
+	firstMs int64                            // start of the first period seen; 0 before any
+	leased  time.Time                        // last time own object watches were renewed
 
 	stats aggStats
 }
@@ -122,7 +123,7 @@ func NewAggregator(cfg AggregatorConfig) *Aggregator {
 		in:      make(chan NodeSample, 4096),
 		pending: map[string]map[int64]*pendingPeriod{}, emitted: map[string]int64{}, nodes: map[string]int64{},
 		merges: map[string]Merge{}, subs: map[subKey]map[*subscription]struct{}{}, leases: map[subKey]time.Time{},
-		latest: map[string]Aggregate{},
+		latest: map[string]Aggregate{}, perNode: map[string]map[string]NodeSample{},
 	}
 	if a.reg == nil {
 		a.reg = NewBuiltinRegistry()
@@ -420,6 +421,7 @@ func (a *Aggregator) emitUpTo(metric string, start int64, out []delivery, pubs [
 		agg := mergeSamples(metric, st, p, merge)
 		a.emitted[metric] = st
 		a.latest[metric] = agg
+		a.perNode[metric] = p.samples
 		period := time.UnixMilli(st)
 		pubs = append(pubs, pub{SubjectAggPrefix + metric, agg})
 		for k, set := range a.subs {
@@ -531,6 +533,38 @@ func (a *Aggregator) Latest(metric string) (Aggregate, bool) {
 		agg.Values = maps.Clone(agg.Values)
 	}
 	return agg, ok
+}
+
+// SnapshotValue is one value of a snapshot: merged across nodes (Node is
+// empty) or measured on one node.
+type SnapshotValue struct {
+	Metric, Target, Node string
+	Value                float64
+	Period               time.Time
+}
+
+// Snapshot returns the latest merged period of every metric: the merged
+// value of each target, and each node's own values of that period. It is
+// what a global controller computes assignments from.
+func (a *Aggregator) Snapshot() []SnapshotValue {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []SnapshotValue
+	for _, metric := range slices.Sorted(maps.Keys(a.latest)) {
+		agg := a.latest[metric]
+		period := time.UnixMilli(agg.StartMs)
+		for _, t := range slices.Sorted(maps.Keys(agg.Values)) {
+			out = append(out, SnapshotValue{Metric: metric, Target: t, Value: agg.Values[t], Period: period})
+		}
+		nodes := a.perNode[metric]
+		for _, node := range slices.Sorted(maps.Keys(nodes)) {
+			vals := nodes[node].Values
+			for _, t := range slices.Sorted(maps.Keys(vals)) {
+				out = append(out, SnapshotValue{Metric: metric, Target: t, Node: node, Value: vals[t], Period: period})
+			}
+		}
+	}
+	return out
 }
 
 // Known reports whether metric is registered or has been seen on the bus.

@@ -287,3 +287,28 @@ func TestAggregatorBusOutputs(t *testing.T) {
 		t.Fatalf("%d target values after the lease lapsed", n)
 	}
 }
+
+// A snapshot holds the latest merged period of every metric: merged
+// values and each node's own.
+func TestAggregatorSnapshot(t *testing.T) {
+	a := NewAggregator(AggregatorConfig{})
+	warm(a, "put_bw", "A", "B")
+	a.Ingest(sample("A", "put_bw", 1, map[string]float64{"tenant:t1": 100}, nil))
+	a.Ingest(sample("B", "put_bw", 1, map[string]float64{"tenant:t1": 50, "tenant:t2": 7}, nil))
+	got := a.Snapshot()
+	want := []SnapshotValue{
+		{Metric: "put_bw", Target: "tenant:t1", Value: 150, Period: at(1)},
+		{Metric: "put_bw", Target: "tenant:t2", Value: 7, Period: at(1)},
+		{Metric: "put_bw", Target: "tenant:t1", Node: "A", Value: 100, Period: at(1)},
+		{Metric: "put_bw", Target: "tenant:t1", Node: "B", Value: 50, Period: at(1)},
+		{Metric: "put_bw", Target: "tenant:t2", Node: "B", Value: 7, Period: at(1)},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("snapshot %+v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("snapshot[%d] = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
