@@ -1,21 +1,24 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/metrics"
 	"github.com/facet-sds/facet/internal/s3api"
-	"github.com/facet-sds/facet/internal/server"
 )
 
 // MetricsOverheadResult is what workload metrics cost the data path, and
@@ -32,20 +35,24 @@ type MetricsOverheadResult struct {
 
 // OverheadSummary compares metrics on and off for one operation with
 // figures that resist a noisy machine: the median over rounds of the
-// throughput ratio, and the process CPU time per operation (client
-// included, the same on both sides).
+// throughput ratio, and of the server's CPU time per operation.
 type OverheadSummary struct {
 	Op string
-	// ThroughputRatio is on/off ops/s, the median of the rounds' ratios.
-	ThroughputRatio float64
-	// CPUOff and CPUOn are the median CPU time per operation.
+	// ThroughputRatio is on/off ops/s, and CPURatio on/off server CPU per
+	// op, each the geometric mean of the rounds' ratios (rounds alternate
+	// which server starts first, and the mean cancels that order's bias).
+	ThroughputRatio, CPURatio float64
+	// CPUOff and CPUOn are the server's median CPU time per operation.
 	CPUOff, CPUOn time.Duration
 }
 
-// RunMetricsOverhead measures 4 KiB PUT and GET through two `facet serve`
-// in this process, one with workload metrics off and one with them on,
-// in alternating rounds so that drift and noise hit both alike. The
-// metrics-on gateway joins a bus the benchmark runs, whose counters give
+// RunMetricsOverhead measures 4 KiB PUT and GET through `facet serve` with
+// workload metrics off and on. Each round starts a fresh pair of server
+// processes (this executable), each one's CPU time its own. Within a
+// round the two servers take turns by batches: the machine's load sways
+// CPU time per operation by tens of percent, far more than what is
+// measured, and turns make it weigh on both alike. The
+// metrics-on server joins a bus the benchmark runs, whose counters give
 // the monitoring traffic.
 func RunMetricsOverhead(ctx context.Context, dir string, sc SpineScenario, rounds int, logw io.Writer) (MetricsOverheadResult, error) {
 	var res MetricsOverheadResult
@@ -54,84 +61,26 @@ func RunMetricsOverhead(ctx context.Context, dir string, sc SpineScenario, round
 		return res, err
 	}
 	defer srv.Close()
-	dir, err = os.MkdirTemp(dir, "metrics-*")
-	if err != nil {
-		return res, err
-	}
-	off, err := startGateway(ctx, filepath.Join(dir, "off"), func(o *server.Options) { o.NoWorkloadMetrics, o.NoSync = true, true })
-	if err != nil {
-		return res, err
-	}
-	defer off.stop()
-	on, err := startGateway(ctx, filepath.Join(dir, "on"), func(o *server.Options) { o.BusURL, o.NoSync = srv.URL(), true })
-	if err != nil {
-		return res, err
-	}
-	defer on.stop()
-	for _, g := range []*gateway{off, on} {
-		if err := g.do(ctx, http.MethodPut, "/bench", nil, 0, nil); err != nil {
-			return res, fmt.Errorf("create bucket: %w", err)
-		}
-	}
 	payload := textLike(int(sc.Size))
 	label := fmt.Sprintf("%s c=%d", sizeLabel(sc.Size), sc.Concurrency)
 	type side struct {
 		res []Result
-		cpu []time.Duration // per op
+		cpu []time.Duration // the server's, per op
 	}
 	var puts, gets [2]side // off, on
-	run := func(sd *side, name string, op func(i int) error) error {
-		c0 := processCPU()
-		m := measure(name, sc, op)
-		c1 := processCPU()
-		if m.err != nil {
-			return fmt.Errorf("%s: %w", name, m.err)
-		}
-		sd.res = append(sd.res, m.Result)
-		sd.cpu = append(sd.cpu, (c1[0]+c1[1]-c0[0]-c0[1])/time.Duration(m.Ops))
-		return nil
-	}
-	before, err := srv.Stats()
-	if err != nil {
-		return res, err
-	}
-	start := time.Now()
+	meter := &busMeter{srv: srv}
 	for r := range rounds {
 		fmt.Fprintf(logw, "metrics overhead %s: round %d/%d ...\n", label, r+1, rounds)
-		order := []int{0, 1}
-		if r%2 == 1 {
-			order = []int{1, 0}
+		if err := overheadRound(ctx, dir, sc, payload, meter, r%2 == 1, func(which int, put, get Result, putCPU, getCPU time.Duration) {
+			puts[which].res, puts[which].cpu = append(puts[which].res, put), append(puts[which].cpu, putCPU)
+			gets[which].res, gets[which].cpu = append(gets[which].res, get), append(gets[which].cpu, getCPU)
+		}); err != nil {
+			return res, err
 		}
-		for _, which := range order {
-			g, name := off, "metrics off"
-			if which == 1 {
-				g, name = on, "metrics on"
-			}
-			if err := run(&puts[which], name, func(i int) error {
-				return g.do(ctx, http.MethodPut, "/bench/"+objKey(sc, i), payload, sc.Size, nil)
-			}); err != nil {
-				return res, fmt.Errorf("PUT %w", err)
-			}
-			if err := run(&gets[which], name, func(i int) error {
-				return g.do(ctx, http.MethodGet, "/bench/"+objKey(sc, i), nil, 0, func(r io.Reader) error { return drain(r, sc.Size) })
-			}); err != nil {
-				return res, fmt.Errorf("GET %w", err)
-			}
-		}
-	}
-	// A short run still spans a few periods, so that the bus figure is a
-	// steady state.
-	if d := 3*time.Second - time.Since(start); d > 0 {
-		time.Sleep(d)
-	}
-	after, err := srv.Stats()
-	if err != nil {
-		return res, err
 	}
 	res.Period, res.Metrics = time.Second, len(metrics.Builtin())
-	periods := time.Since(start).Seconds() / res.Period.Seconds()
-	res.BusBytesPerPeriod = float64(after.InBytes+after.OutBytes-before.InBytes-before.OutBytes) / periods
-	res.BusMsgsPerPeriod = float64(after.InMsgs+after.OutMsgs-before.InMsgs-before.OutMsgs) / periods
+	periods := meter.time.Seconds() / res.Period.Seconds()
+	res.BusBytesPerPeriod, res.BusMsgsPerPeriod = float64(meter.bytes)/periods, float64(meter.msgs)/periods
 	for _, op := range []struct {
 		name string
 		s    *[2]side
@@ -139,13 +88,199 @@ func RunMetricsOverhead(ctx context.Context, dir string, sc SpineScenario, round
 		offS, onS := op.s[0], op.s[1]
 		res.Rows = append(res.Rows, Comparison{Op: op.name, Direct: combine(offS.res), Facet: combine(onS.res)})
 		ratios := make([]float64, len(offS.res))
+		cpu := make([]float64, len(offS.res))
 		for i := range ratios {
 			ratios[i] = onS.res[i].OpsPerSec() / offS.res[i].OpsPerSec()
+			cpu[i] = float64(onS.cpu[i]) / float64(offS.cpu[i])
 		}
-		res.Summary = append(res.Summary, OverheadSummary{Op: op.name, ThroughputRatio: median(ratios),
+		res.Summary = append(res.Summary, OverheadSummary{Op: op.name, ThroughputRatio: geomean(ratios), CPURatio: geomean(cpu),
 			CPUOff: median(offS.cpu), CPUOn: median(onS.cpu)})
 	}
 	return res, nil
+}
+
+// overheadRound runs one round on a fresh pair of servers: a warm-up, then
+// PUTs and GETs in batches the two servers take in turns, the metrics-on
+// one started first and first to go when onFirst. It reports each side's results (which: 0 off,
+// 1 on) and the server's CPU per op.
+func overheadRound(ctx context.Context, dir string, sc SpineScenario, payload []byte, meter *busMeter, onFirst bool,
+	report func(which int, put, get Result, putCPU, getCPU time.Duration)) error {
+	dir, err := os.MkdirTemp(dir, "metrics-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var gws [2]*gateway
+	var procs [2]*serveProcess
+	// The server started second costs some more per PUT, whatever its
+	// configuration (up to a quarter here): the order alternates too.
+	args := [][]string{{"--no-workload-metrics"}, {"--bus", meter.srv.URL()}}
+	launch := []int{0, 1}
+	if onFirst {
+		launch = []int{1, 0}
+	}
+	for _, which := range launch {
+		g, p, err := startServeProcess(ctx, filepath.Join(dir, fmt.Sprint(which)), args[which]...)
+		if err != nil {
+			return err
+		}
+		defer g.stop()
+		if err := g.do(ctx, http.MethodPut, "/bench", nil, 0, nil); err != nil {
+			return fmt.Errorf("create bucket: %w", err)
+		}
+		gws[which], procs[which] = g, p
+	}
+	put := func(g *gateway) func(int) error {
+		return func(i int) error { return g.do(ctx, http.MethodPut, "/bench/"+objKey(sc, i), payload, sc.Size, nil) }
+	}
+	get := func(g *gateway) func(int) error {
+		return func(i int) error {
+			return g.do(ctx, http.MethodGet, "/bench/"+objKey(sc, i), nil, 0, func(r io.Reader) error { return drain(r, sc.Size) })
+		}
+	}
+	warm := SpineScenario{Size: sc.Size, Ops: max(sc.Ops/10, 20), Concurrency: sc.Concurrency}
+	for _, g := range gws {
+		for _, op := range []func(int) error{put(g), get(g)} {
+			if m := measure("warm-up", warm, op); m.err != nil {
+				return m.err
+			}
+		}
+	}
+	// The servers take turns by batches, so that the machine's load, which
+	// sways CPU time per operation by tens of percent, weighs on both alike.
+	const batches = 10
+	batch := SpineScenario{Size: sc.Size, Ops: max(sc.Ops/batches, 1), Concurrency: sc.Concurrency}
+	if err := meter.start(); err != nil {
+		return err
+	}
+	var results [2][2][]Result // server, op (PUT, GET)
+	var cpu [2][2]time.Duration
+	for o, mk := range []func(*gateway) func(int) error{put, get} {
+		for b := range batches {
+			order := []int{0, 1}
+			if (b%2 == 1) != onFirst {
+				order = []int{1, 0}
+			}
+			for _, which := range order {
+				name := [2]string{"metrics off", "metrics on"}[which]
+				op := mk(gws[which])
+				base := b * batch.Ops
+				c0 := procs[which].cpu()
+				m := measure(name, batch, func(i int) error { return op(base + i) })
+				cpu[which][o] += procs[which].cpu() - c0
+				if m.err != nil {
+					return fmt.Errorf("%s: %w", name, m.err)
+				}
+				results[which][o] = append(results[which][o], m.Result)
+			}
+		}
+	}
+	if err := meter.stop(); err != nil {
+		return err
+	}
+	for which := range 2 {
+		pr, gr := combine(results[which][0]), combine(results[which][1])
+		report(which, pr, gr, cpu[which][0]/time.Duration(pr.Ops), cpu[which][1]/time.Duration(gr.Ops))
+	}
+	return nil
+}
+
+// busMeter adds up a bus server's traffic over the measured spans.
+type busMeter struct {
+	srv         *bus.Server
+	bytes, msgs int64
+	time        time.Duration
+	at          time.Time
+	st          bus.ServerStats
+}
+
+func (m *busMeter) start() (err error) {
+	m.at = time.Now()
+	m.st, err = m.srv.Stats()
+	return err
+}
+
+func (m *busMeter) stop() error {
+	st, err := m.srv.Stats()
+	if err != nil {
+		return err
+	}
+	m.bytes += st.InBytes + st.OutBytes - m.st.InBytes - m.st.OutBytes
+	m.msgs += st.InMsgs + st.OutMsgs - m.st.InMsgs - m.st.OutMsgs
+	m.time += time.Since(m.at)
+	return nil
+}
+
+// serveProcess is a `facet serve` running as a child process.
+type serveProcess struct{ pid int }
+
+// startServeProcess runs `facet serve` (this executable, or $FACET_BIN) on
+// loopback ports with args added, and returns a client for a fresh tenant. The
+// gateway's stop sends SIGTERM and waits.
+func startServeProcess(ctx context.Context, dir string, args ...string) (*gateway, *serveProcess, error) {
+	exe := os.Getenv("FACET_BIN") // tests run from a test binary
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, nil, err
+		}
+	}
+	const token = "bench-token"
+	cmd := exec.Command(exe, append([]string{"serve", "--data", dir, "--s3-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+		"--admin-token", token, "--unsafe-no-fsync", "--log-level", "info"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	lines := bufio.NewScanner(stderr)
+	var ready struct{ Msg, S3, Admin string }
+	for ready.Msg != "facet ready" && lines.Scan() {
+		_ = json.Unmarshal(lines.Bytes(), &ready)
+	}
+	if ready.Msg != "facet ready" {
+		stop()
+		return nil, nil, fmt.Errorf("facet serve %v did not start", args)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }() // it logs on
+	g, err := newGateway(ctx, ready.S3, ready.Admin, token, stop)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, &serveProcess{pid: cmd.Process.Pid}, nil
+}
+
+// cpu is the time the process's threads have run, from the kernel's
+// per-thread scheduler statistics (nanoseconds; Linux). It is 0 where
+// they are not available.
+func (p *serveProcess) cpu() time.Duration {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", p.pid))
+	var total time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue // a thread that just ended
+		}
+		var ns int64
+		if _, err := fmt.Sscan(string(data), &ns); err == nil {
+			total += time.Duration(ns)
+		}
+	}
+	return total
+}
+
+func geomean(xs []float64) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += math.Log(x)
+	}
+	return math.Exp(sum / float64(len(xs)))
 }
 
 func median[T int64 | float64 | time.Duration](xs []T) T {
@@ -181,11 +316,11 @@ func CollectorCost(n int) (get, put time.Duration) {
 
 // WriteOverhead prints the robust comparison as a Markdown table.
 func WriteOverhead(w io.Writer, ss []OverheadSummary) {
-	fmt.Fprintln(w, "| op | throughput on/off (median of rounds) | CPU µs/op off | CPU µs/op on | CPU overhead |")
+	fmt.Fprintln(w, "| op | throughput on/off | server CPU µs/op off | server CPU µs/op on | server CPU on/off - 1 |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
 	for _, s := range ss {
 		fmt.Fprintf(w, "| %s | %.3f | %.1f | %.1f | %+.1f%% |\n", s.Op, s.ThroughputRatio,
-			float64(s.CPUOff.Nanoseconds())/1e3, float64(s.CPUOn.Nanoseconds())/1e3, 100*(float64(s.CPUOn)/float64(s.CPUOff)-1))
+			float64(s.CPUOff.Nanoseconds())/1e3, float64(s.CPUOn.Nanoseconds())/1e3, 100*(s.CPURatio-1))
 	}
 }
 

@@ -185,21 +185,17 @@ type gateway struct {
 	stop      func()
 }
 
-func startGateway(ctx context.Context, dir string, tweaks ...func(*server.Options)) (*gateway, error) {
+func startGateway(ctx context.Context, dir string) (*gateway, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	token := "bench-token"
-	opts := server.Options{
-		DataDir: dir, S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: token,
-		Region: "us-east-1", ShutdownTimeout: 5 * time.Second,
-		Ready: func(s3, admin string) { ready <- [2]string{s3, admin} },
-	}
-	for _, tweak := range tweaks {
-		tweak(&opts)
-	}
 	go func() {
-		done <- server.Run(ctx, opts, slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		done <- server.Run(ctx, server.Options{
+			DataDir: dir, S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: token,
+			Region: "us-east-1", ShutdownTimeout: 5 * time.Second,
+			Ready: func(s3, admin string) { ready <- [2]string{s3, admin} },
+		}, slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
 	var addrs [2]string
 	select {
@@ -208,8 +204,13 @@ func startGateway(ctx context.Context, dir string, tweaks ...func(*server.Option
 		cancel()
 		return nil, fmt.Errorf("gateway did not start: %w", err)
 	}
-	stop := func() { cancel(); <-done }
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addrs[1]+"/api/v1/tenants", bytes.NewReader([]byte(`{"name":"bench"}`)))
+	return newGateway(ctx, addrs[0], addrs[1], token, func() { cancel(); <-done })
+}
+
+// newGateway creates the bench tenant on a running gateway and returns a
+// client for it; stop stops the gateway (and is called on failure).
+func newGateway(ctx context.Context, s3Addr, adminAddr, token string, stop func()) (*gateway, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+adminAddr+"/api/v1/tenants", bytes.NewReader([]byte(`{"name":"bench"}`)))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
@@ -227,8 +228,8 @@ func startGateway(ctx context.Context, dir string, tweaks ...func(*server.Option
 		return nil, fmt.Errorf("create tenant: status %d: %v", resp.StatusCode, err)
 	}
 	return &gateway{
-		adminURL: "http://" + addrs[1], token: token,
-		s3URL: "http://" + addrs[0], accessKey: created.AccessKey, secret: created.SecretKey,
+		adminURL: "http://" + adminAddr, token: token,
+		s3URL: "http://" + s3Addr, accessKey: created.AccessKey, secret: created.SecretKey,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}},
 		signer: v4.NewSigner(), stop: stop,
 	}, nil

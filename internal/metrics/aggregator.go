@@ -116,7 +116,7 @@ type AggregatorStats struct {
 	Nodes  int
 }
 
-// NewAggregator returns an aggregator; call Run to follow the bus.
+// NewAggregator returns an aggregator; call Start to follow the bus.
 func NewAggregator(cfg AggregatorConfig) *Aggregator {
 	a := &Aggregator{
 		reg: cfg.Registry, bus: cfg.Bus, period: cfg.Period, grace: cfg.Grace, liveness: cfg.Liveness, log: cfg.Logger,
@@ -221,15 +221,6 @@ func (a *Aggregator) Start(ctx context.Context) error {
 	return nil
 }
 
-// Run is Start, then waits for ctx to end.
-func (a *Aggregator) Run(ctx context.Context) error {
-	if err := a.Start(ctx); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	return nil
-}
-
 func (a *Aggregator) loop(ctx context.Context) {
 	tick := time.NewTicker(max(a.period/4, 10*time.Millisecond))
 	defer tick.Stop()
@@ -245,7 +236,7 @@ func (a *Aggregator) loop(ctx context.Context) {
 	}
 }
 
-// receive decodes a sample from the bus and queues it for Run.
+// receive decodes a sample from the bus and queues it for the loop.
 func (a *Aggregator) receive(data []byte) {
 	var s NodeSample
 	if err := decode(data, &s, func() int { return s.V }); err != nil || s.Metric == "" || s.Node == "" || s.PeriodMs <= 0 {
@@ -288,8 +279,8 @@ type delivery struct {
 	v  Value
 }
 
-// Ingest merges one node sample. Run calls it for samples from the bus;
-// tests may call it directly (not concurrently with Run).
+// Ingest merges one node sample. Start's loop calls it for samples from
+// the bus; tests may call it directly.
 func (a *Aggregator) Ingest(s NodeSample) {
 	a.mu.Lock()
 	var out []delivery
@@ -354,7 +345,7 @@ func (a *Aggregator) complete(startMs, periodMs int64, p *pendingPeriod) bool {
 }
 
 // Tick merges the periods that waited long enough (Grace past their end),
-// renews watches of object targets and forgets lapsed ones. Run calls it;
+// renews watches of object targets and forgets lapsed ones. Start's loop calls it;
 // tests may call it directly.
 func (a *Aggregator) Tick(now time.Time) {
 	a.mu.Lock()

@@ -121,7 +121,7 @@ type CollectorStats struct {
 	Evictions uint64
 }
 
-// NewCollector returns a collector; call Run to publish periodically.
+// NewCollector returns a collector; call Start to publish every period.
 func NewCollector(cfg CollectorConfig) *Collector {
 	reg := cfg.Registry
 	if reg == nil {
@@ -311,15 +311,6 @@ func (c *Collector) Listen(ctx context.Context) error {
 	return nil
 }
 
-// Run is Start, then waits for ctx to end.
-func (c *Collector) Run(ctx context.Context) error {
-	if err := c.Start(ctx); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	return nil
-}
-
 func (c *Collector) loop(ctx context.Context) {
 	t := time.NewTimer(time.Until(nextBoundary(time.Now(), c.period)))
 	defer t.Stop()
@@ -352,9 +343,9 @@ func nextBoundary(now time.Time, period time.Duration) time.Time {
 }
 
 // Flush ends the period that ends at now (rounded down to the period):
-// each cell's value goes into one NodeSample per metric, published on
-// the bus, and idle targets are evicted. It returns the samples. Run calls
-// it; tests and benchmarks may call it directly instead.
+// each cell's value goes into one NodeSample per metric, published on the
+// bus, and idle targets are evicted. It returns the samples. Start's loop
+// calls it; tests and benchmarks may call it directly instead.
 func (c *Collector) Flush(now time.Time) []NodeSample {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
