@@ -47,6 +47,7 @@ func startWorkload(ctx context.Context, opts Options, logger *slog.Logger) (*wor
 	if opts.BusURL == "" {
 		w.server, err = bus.StartServer(bus.ServerOptions{Name: node, Addr: opts.BusListen, Logger: logger})
 		if err != nil {
+			w.stop()
 			return nil, err
 		}
 		if u := w.server.URL(); u != "" {
@@ -55,6 +56,7 @@ func startWorkload(ctx context.Context, opts Options, logger *slog.Logger) (*wor
 		w.bus, err = w.server.Connect(node)
 	} else {
 		if opts.BusListen != "" {
+			w.stop()
 			return nil, errors.New("--bus-listen is for the embedded bus; with --bus, run `facet bus` or a NATS cluster")
 		}
 		w.bus, err = bus.Dial(opts.BusURL, node, logger)
