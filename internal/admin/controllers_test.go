@@ -13,7 +13,9 @@ type fakeControllers struct {
 	err  error
 }
 
-func (f fakeControllers) Controllers(context.Context) ([]ControllerStatus, error) { return f.list, f.err }
+func (f fakeControllers) Controllers(context.Context) ([]ControllerStatus, error) {
+	return f.list, f.err
+}
 
 func TestControllerRoute(t *testing.T) {
 	f := newFixture(t)

@@ -16,6 +16,7 @@ import (
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/policy"
 	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/storage/fs"
 )
@@ -295,5 +296,20 @@ func TestObjectConditionsAndPolicyRemoval(t *testing.T) {
 	}
 	if got := f.do(t, "GET", "/docs/report.pdf", nil, 200); !bytes.Equal(got, body) {
 		t.Fatal("object unreadable after its policies were deleted")
+	}
+}
+
+// A metric registered at run time is usable in policies at once.
+func TestMetricVocabularyIsLive(t *testing.T) {
+	f := newFixture(t)
+	var extra []policy.MetricInfo
+	f.svc.metrics = func() []policy.MetricInfo { return append(policy.DefaultMetrics(), extra...) }
+	text := "FOR TENANT t1 WHEN queue_depth > 3 DO SET compression"
+	if res, _ := f.svc.Validate(context.Background(), text); res.Valid {
+		t.Fatal("unknown metric accepted")
+	}
+	extra = append(extra, policy.MetricInfo{Name: "queue_depth", Unit: policy.DefaultMetrics()[0].Unit})
+	if res, err := f.svc.Validate(context.Background(), text); err != nil || !res.Valid {
+		t.Fatalf("registered metric refused: %v %+v", err, res.Errors)
 	}
 }

@@ -45,6 +45,7 @@ type Service struct {
 	env      filter.Env
 	log      *slog.Logger
 	poll     time.Duration
+	metrics  func() []policy.MetricInfo
 
 	state  atomic.Pointer[state]
 	loadMu sync.Mutex // one reload (or activation change) at a time
@@ -87,6 +88,10 @@ type Config struct {
 	// Keys, when set, is given to filters that encrypt.
 	Keys   filter.KeyProvider
 	Logger *slog.Logger
+	// Metrics lists the metrics policies may name, read each time a
+	// policy is checked, so a newly registered metric is usable without a
+	// restart; nil means policy.DefaultMetrics.
+	Metrics func() []policy.MetricInfo
 	// Poll is how often the store's change version is checked (default
 	// 250 ms), which bounds how long other nodes take to see a change.
 	Poll time.Duration
@@ -95,7 +100,7 @@ type Config struct {
 // New returns a service with an empty table; call Reload before serving.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, registry: cfg.Registry, env: filter.Env{Keys: cfg.Keys}, log: cfg.Logger, poll: cfg.Poll,
-		desired: map[string]bool{}}
+		metrics: cfg.Metrics, desired: map[string]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -201,7 +206,11 @@ func (s *Service) Reload(ctx context.Context) error {
 // vocabulary is what policies are checked against. targets, when given,
 // lists the tenants, buckets and groups that exist.
 func (s *Service) vocabulary(targets *targetSet) *policy.StaticVocabulary {
-	v := &policy.StaticVocabulary{Filters: s.registry, Metrics: policy.DefaultMetrics(), ObjectTypes: policy.DefaultObjectTypes()}
+	metrics := policy.DefaultMetrics
+	if s.metrics != nil {
+		metrics = s.metrics
+	}
+	v := &policy.StaticVocabulary{Filters: s.registry, Metrics: metrics(), ObjectTypes: policy.DefaultObjectTypes()}
 	if targets != nil {
 		v.Tenants, v.Buckets, v.Groups = targets.tenants, targets.buckets, targets.groups
 	}

@@ -94,8 +94,13 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	}
 	defer backend.Close()
 
+	work, err := startWorkload(ctx, opts, logger)
+	if err != nil {
+		return fmt.Errorf("bus and workload metrics: %w", err)
+	}
+	defer work.close()
 	registry := filter.NewBuiltinRegistry()
-	policies := control.New(control.Config{Store: store, Registry: registry, Logger: logger})
+	policies := control.New(control.Config{Store: store, Registry: registry, Logger: logger, Metrics: work.reg.PolicyMetrics})
 	dataKeys, err := keys.New(masterKey, policies, 0)
 	if err != nil {
 		return fmt.Errorf("data keys: %w", err)
@@ -109,11 +114,6 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	go policies.Run(ctx)
 
 	prom := promexp.New(promexp.Config{BucketLabels: opts.MetricsBucketLabels, Policies: policies, Logger: logger})
-	work, err := startWorkload(ctx, opts, logger)
-	if err != nil {
-		return fmt.Errorf("bus and workload metrics: %w", err)
-	}
-	defer work.close()
 	// metricFeed is where the workload-metric aggregator plugs in: with a
 	// feed, automation controllers run the dynamic policies.
 	metricFeed := work.feed()
