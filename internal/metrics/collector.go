@@ -352,6 +352,12 @@ func (c *Collector) Flush(now time.Time) []NodeSample {
 	elapsed := c.period
 	if !c.last.IsZero() {
 		elapsed = now.Sub(c.last)
+		// A sample is labeled with its aligned period, so a rate is per the
+		// boundaries it spans, not per the timer's jitter: 3 requests in
+		// 999.9 ms would read 3.0003/s and trip a "> 3" threshold.
+		if whole := now.Truncate(c.period).Sub(c.last.Truncate(c.period)); whole > 0 {
+			elapsed = whole
+		}
 	}
 	c.last = now
 	start := now.Truncate(c.period).Add(-c.period)

@@ -218,3 +218,23 @@ func TestRound6(t *testing.T) {
 		}
 	}
 }
+
+// A rate is per aligned period: a timer that fires a little late, then on
+// time, does not turn 3 requests into 3.0003/s (over a "> 3" threshold).
+func TestCollectorRatePerAlignedPeriod(t *testing.T) {
+	c := NewCollector(CollectorConfig{Node: "n1", Registry: NewRegistry(PutOps())})
+	c.Flush(at(1).Add(300 * time.Microsecond))
+	for range 3 {
+		serve(t, c, req("PutObject", "t1", "b", "k"), nil)
+	}
+	if v := c.Flush(at(2).Add(100 * time.Microsecond))[0].Values["tenant:t1"]; v != 3 {
+		t.Fatalf("3 PUTs in a period read %v/s", v)
+	}
+	// A missed boundary: the sample spans two periods.
+	for range 4 {
+		serve(t, c, req("PutObject", "t1", "b", "k"), nil)
+	}
+	if v := c.Flush(at(4).Add(time.Millisecond))[0].Values["tenant:t1"]; v != 2 {
+		t.Fatalf("4 PUTs over two periods read %v/s", v)
+	}
+}
