@@ -9,9 +9,6 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"path/filepath"
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // PipelineScenarios are the sizes issue 3 measures the per-filter
@@ -122,29 +119,17 @@ func RunRangeGet(ctx context.Context, dir string, objectSize, rangeSize int64, g
 
 // doRange fetches bytes [off, off+n) and checks them against want.
 func (g *gateway) doRange(ctx context.Context, path string, off, n int64, want []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.s3URL+path, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
-	req.Header.Set("x-amz-content-sha256", "UNSIGNED-PAYLOAD")
-	creds := aws.Credentials{AccessKeyID: g.accessKey, SecretAccessKey: g.secret}
-	if err := g.signer.SignHTTP(ctx, creds, req, "UNSIGNED-PAYLOAD", "s3", "us-east-1", time.Now()); err != nil {
-		return err
-	}
-	resp, err := g.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(got, want) {
-		return fmt.Errorf("range %d+%d: status %d, %d bytes, content ok=%v", off, n, resp.StatusCode, len(got), bytes.Equal(got, want))
-	}
-	return nil
+	hdr := http.Header{"Range": {fmt.Sprintf("bytes=%d-%d", off, off+n-1)}}
+	return g.doWith(ctx, http.MethodGet, path, hdr, nil, 0, func(r io.Reader) error {
+		got, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, want) {
+			return fmt.Errorf("range %d+%d: %d bytes, content differs", off, n, len(got))
+		}
+		return nil
+	})
 }
 
 // textLike returns log-like bytes that compress the way real text does

@@ -238,6 +238,11 @@ func newGateway(ctx context.Context, s3Addr, adminAddr, token string, stop func(
 // do sends one SigV4-signed request (UNSIGNED-PAYLOAD, as clients do for
 // large bodies) and hands the response body to read.
 func (g *gateway) do(ctx context.Context, method, path string, body []byte, size int64, read func(io.Reader) error) error {
+	return g.doWith(ctx, method, path, nil, body, size, read)
+}
+
+// doWith is do with extra request headers (signed too).
+func (g *gateway) doWith(ctx context.Context, method, path string, hdr http.Header, body []byte, size int64, read func(io.Reader) error) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -247,6 +252,9 @@ func (g *gateway) do(ctx context.Context, method, path string, body []byte, size
 		return err
 	}
 	req.ContentLength = size
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
 	req.Header.Set("x-amz-content-sha256", "UNSIGNED-PAYLOAD")
 	creds := aws.Credentials{AccessKeyID: g.accessKey, SecretAccessKey: g.secret}
 	if err := g.signer.SignHTTP(ctx, creds, req, "UNSIGNED-PAYLOAD", "s3", "us-east-1", time.Now()); err != nil {
