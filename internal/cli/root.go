@@ -19,5 +19,6 @@ func NewRoot() *cobra.Command {
 	}
 	root.AddCommand(newServeCommand(), newBenchCommand(), ctl.NewCommand())
 	root.AddCommand(newBusCommand())
+	root.AddCommand(newControllerCommand())
 	return root
 }

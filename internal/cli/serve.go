@@ -1,24 +1,20 @@
 package cli
 
 import (
-	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
-
-	"github.com/facet-sds/facet/internal/meta"
 
 	"github.com/facet-sds/facet/internal/server"
 )
 
 func newServeCommand() *cobra.Command {
 	var (
-		opts       server.Options
-		configPath string
-		logLevel   string
+		opts        server.Options
+		configPath  string
+		logLevel    string
+		controllers bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -27,14 +23,12 @@ func newServeCommand() *cobra.Command {
 			if err := applyConfig(cmd.Flags(), configPath, os.Getenv); err != nil {
 				return err
 			}
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			logger, err := newLogger(logLevel)
+			if err != nil {
+				return err
 			}
-			logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
-			// go-redis logs through a process-wide logger; send it to ours.
-			redis.SetLogger(meta.RedisLog{Logger: logger})
 			opts.Out = cmd.OutOrStdout()
+			opts.NoControllers = !controllers
 			return server.Run(cmd.Context(), opts, logger)
 		},
 	}
@@ -56,6 +50,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&opts.Node, "node", "", "this gateway's name in workload-metric samples (default: host name and a random suffix)")
 	f.DurationVar(&opts.MetricsPeriod, "metrics-period", time.Second, "workload-metric period: each node publishes one sample per metric per period")
 	f.BoolVar(&opts.NoWorkloadMetrics, "no-workload-metrics", false, "do not measure requests for dynamic policies (their controllers then hold)")
+	f.BoolVar(&controllers, "controllers", true, "run the automation controllers here; false in a fleet whose controllers run as `facet controller`")
 	f.BoolVar(&opts.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks only: acknowledged writes may be lost on power failure)")
 	return cmd
 }

@@ -31,11 +31,12 @@ const (
 	tblSLOs          = "slos"           // tenant -> sloRecord
 	tblDataKeys      = "data_keys"      // tenant -> dataKeysRecord
 	tblFilters       = "filters"        // filter name -> filterRecord
+	tblLeases        = "leases"         // lease name -> leaseRecord
 )
 
 var allTables = []string{
 	tblSystem, tblTenants, tblKeys, tblTenantKeys, tblBuckets, tblTenantBuckets,
-	tblGroups, tblPolicies, tblPolicyNames, tblSLOs, tblDataKeys, tblFilters,
+	tblGroups, tblPolicies, tblPolicyNames, tblSLOs, tblDataKeys, tblFilters, tblLeases,
 }
 
 // indexKey builds the composite key of an index table. Tenant names, access

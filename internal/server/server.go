@@ -63,6 +63,10 @@ type Options struct {
 	// NoWorkloadMetrics stops measuring requests (benchmarks compare);
 	// the bus and the aggregator still run.
 	NoWorkloadMetrics bool
+	// NoControllers runs no automation controllers here: a gateway in a
+	// fleet whose controllers run as `facet controller`. It still
+	// publishes its samples and follows the stored activations.
+	NoControllers bool
 	// Out receives the one-time announcement of a generated admin token.
 	Out io.Writer
 	// Ready, when set, is called with the bound addresses once both
@@ -117,6 +121,9 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	// metricFeed is where the workload-metric aggregator plugs in: with a
 	// feed, automation controllers run the dynamic policies.
 	metricFeed := work.feed()
+	if opts.NoControllers {
+		metricFeed = nil
+	}
 	controllers, err := startControllers(ctx, policies, metricFeed, prom, logger)
 	if err != nil {
 		return fmt.Errorf("controllers: %w", err)

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/server"
+)
+
+func newControllerCommand() *cobra.Command {
+	var (
+		opts       server.ControllerOptions
+		configPath string
+		logLevel   string
+	)
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the automation controllers of a fleet (one active instance, elected by a lease in the metadata store)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd.Flags(), configPath, os.Getenv); err != nil {
+				return err
+			}
+			logger, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			return server.RunController(cmd.Context(), opts, logger)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configPath, "config", os.Getenv("FACET_CONFIG"), "optional YAML config file (keys are flag names)")
+	f.StringVar(&opts.DataDir, "data", "./data", "directory of master.key (unless FACET_MASTER_KEY is set)")
+	f.StringVar(&opts.MetaURL, "meta", "", "the fleet's shared metadata store: redis://HOST:PORT/DB")
+	f.StringVar(&opts.BusURL, "bus", "", "the fleet's NATS bus (nats://host:4222, comma-separated for a cluster)")
+	f.DurationVar(&opts.MetricsPeriod, "metrics-period", time.Second, "workload-metric period (the gateways' --metrics-period)")
+	f.StringVar(&opts.ID, "id", "", "this instance's name in the lease (default: host name and a random suffix)")
+	f.DurationVar(&opts.LeaseTTL, "lease-ttl", 3*time.Second, "how long the controller lease lasts unrenewed (renewed every third of it)")
+	f.StringVar(&opts.AdminAddr, "admin-addr", "", "serve /healthz and GET /v1/controllers here; empty opens no port")
+	f.StringVar(&opts.AdminToken, "admin-token", "", "bearer token for GET /v1/controllers; prefer FACET_ADMIN_TOKEN")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}
+
+// newLogger is the JSON logger on stderr of the long-running commands, at
+// level. go-redis logs through a process-wide logger; it is sent there too.
+func newLogger(level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	redis.SetLogger(meta.RedisLog{Logger: logger})
+	return logger, nil
+}
