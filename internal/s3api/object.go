@@ -44,6 +44,8 @@ func storageErr(err error, bucket, key string) error {
 		return &s3err.Error{Code: s3err.InvalidRange, Bucket: bucket, Key: key, Err: err}
 	case errors.Is(err, storage.ErrInvalidKey):
 		return &s3err.Error{Code: s3err.InvalidArgument, Bucket: bucket, Key: key, Err: err}
+	case errors.Is(err, storage.ErrUnavailable):
+		return &s3err.Error{Code: s3err.SlowDown, Bucket: bucket, Key: key, Err: err}
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return &s3err.Error{Code: s3err.IncompleteBody, Bucket: bucket, Key: key, Err: err}
 	case errors.Is(err, context.Canceled):

@@ -23,6 +23,9 @@ var (
 	ErrInvalidRange     = errors.New("invalid range")
 	ErrInvalidKey       = errors.New("invalid object key")
 	ErrInvalidPartOrder = errors.New("parts not in ascending order")
+	// ErrUnavailable means the place bytes live cannot answer now (network
+	// failure, timeout, backend overload): the client should retry later.
+	ErrUnavailable = errors.New("storage backend unavailable")
 )
 
 // ObjectMeta is what a client (and Facet's filters) attach to an object.

@@ -1,0 +1,400 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/facet-sds/facet/internal/storage"
+)
+
+func (b *Backend) putSmall(ctx context.Context, key string, data []byte, um map[string]string) error {
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	_, err := b.cli.PutObject(cctx, &s3.PutObjectInput{
+		Bucket: &b.bucket, Key: &key, Body: bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))), Metadata: um,
+	})
+	return mapErr(err)
+}
+
+func (b *Backend) getSmall(ctx context.Context, key string) ([]byte, error) {
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	out, err := b.cli.GetObject(cctx, &s3.GetObjectInput{Bucket: &b.bucket, Key: &key})
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(out.Body, 1<<20))
+	return data, mapErr(err)
+}
+
+func (b *Backend) deleteKey(ctx context.Context, key string) error {
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	_, err := b.cli.DeleteObject(cctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: &key})
+	if err = mapErr(err); isNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (b *Backend) head(ctx context.Context, key string) (*s3.HeadObjectOutput, error) {
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	out, err := b.cli.HeadObject(cctx, &s3.HeadObjectInput{Bucket: &b.bucket, Key: &key})
+	return out, mapErr(err)
+}
+
+// CreateBucket writes the bucket's marker object.
+func (b *Backend) CreateBucket(ctx context.Context, bucket string) error {
+	ok, err := b.BucketExists(ctx, bucket)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return fmt.Errorf("s3 backend: bucket %q: %w", bucket, storage.ErrBucketExists)
+	}
+	return b.putSmall(ctx, b.markerKey(bucket), nil, nil)
+}
+
+// BucketExists checks the bucket's marker object.
+func (b *Backend) BucketExists(ctx context.Context, bucket string) (bool, error) {
+	_, err := b.head(ctx, b.markerKey(bucket))
+	if isNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (b *Backend) needBucket(ctx context.Context, bucket string) error {
+	ok, err := b.BucketExists(ctx, bucket)
+	if err == nil && !ok {
+		err = fmt.Errorf("s3 backend: bucket %q: %w", bucket, storage.ErrBucketNotFound)
+	}
+	return err
+}
+
+// notFound picks ErrBucketNotFound over ErrObjectNotFound when the bucket is
+// the thing missing, checking only on the (rare) miss path.
+func (b *Backend) notFound(ctx context.Context, bucket string, err error) error {
+	if !isNotFound(err) {
+		return err
+	}
+	if berr := b.needBucket(ctx, bucket); berr != nil {
+		return berr
+	}
+	return err
+}
+
+// DeleteBucket removes the marker once no object or upload remains.
+func (b *Backend) DeleteBucket(ctx context.Context, bucket string) error {
+	if err := b.needBucket(ctx, bucket); err != nil {
+		return err
+	}
+	prefix := b.root + bucket + "/"
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	lo, err := b.cli.ListObjectsV2(cctx, &s3.ListObjectsV2Input{Bucket: &b.bucket, Prefix: &prefix, MaxKeys: aws.Int32(1)})
+	if err != nil {
+		return mapErr(err)
+	}
+	if len(lo.Contents) > 0 {
+		return fmt.Errorf("s3 backend: bucket %q: %w", bucket, storage.ErrBucketNotEmpty)
+	}
+	lu, err := b.cli.ListMultipartUploads(cctx, &s3.ListMultipartUploadsInput{Bucket: &b.bucket, Prefix: &prefix, MaxUploads: aws.Int32(1)})
+	if err != nil {
+		return mapErr(err)
+	}
+	if len(lu.Uploads) > 0 {
+		return fmt.Errorf("s3 backend: bucket %q has uploads: %w", bucket, storage.ErrBucketNotEmpty)
+	}
+	return b.deleteKey(ctx, b.markerKey(bucket))
+}
+
+// readFull fills buf from r, returning how many bytes and whether r ended.
+// Unlike io.ReadFull it tells a clean EOF from a reader's own
+// io.ErrUnexpectedEOF (a client that hung up mid-body).
+func readFull(r io.Reader, buf []byte) (int, bool, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err == io.EOF {
+			return n, true, nil
+		}
+		if err != nil {
+			return n, false, err
+		}
+	}
+	return n, false, nil
+}
+
+// PutObject stores in.Body; see the package doc for how Seal precedes
+// visibility.
+func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.PutInput) (storage.ObjectInfo, error) {
+	if key == "" {
+		return storage.ObjectInfo{}, storage.ErrInvalidKey
+	}
+	if err := b.needBucket(ctx, bucket); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	full := b.objKey(bucket, key)
+	old, oldErr := b.head(ctx, full)
+	bufp := b.pool.Get().(*[]byte)
+	defer b.pool.Put(bufp)
+	buf := *bufp
+	n, eof, err := readFull(in.Body, buf)
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	meta := in.Meta
+	var stored int64
+	if eof {
+		if in.Seal != nil {
+			if err := in.Seal(&meta); err != nil {
+				return storage.ObjectInfo{}, err
+			}
+		}
+		um, err := b.encodeMeta(ctx, meta)
+		if err != nil {
+			return storage.ObjectInfo{}, err
+		}
+		if err := b.putSmall(ctx, full, buf[:n], um); err != nil {
+			b.dropMetaRef(ctx, um)
+			return storage.ObjectInfo{}, err
+		}
+		stored = int64(n)
+	} else {
+		stored, err = b.putStream(ctx, full, buf, n, in.Body, &meta, in.Seal)
+		if err != nil {
+			return storage.ObjectInfo{}, err
+		}
+	}
+	if oldErr == nil {
+		b.dropMetaRef(ctx, old.Metadata)
+	}
+	return storage.ObjectInfo{Bucket: bucket, Key: key, LastModified: time.Now().UTC(), StoredSize: stored, Meta: meta}, nil
+}
+
+// putStream uploads a body longer than one part as a backend multipart
+// upload at the final key; the object appears only at Complete, after Seal.
+func (b *Backend) putStream(ctx context.Context, full string, buf []byte, n int, body io.Reader, meta *storage.ObjectMeta, seal func(*storage.ObjectMeta) error) (int64, error) {
+	// The metadata is known only after Seal, but S3 fixes user metadata at
+	// CreateMultipartUpload: point at a sidecar id chosen now and written
+	// before Complete.
+	ref := newID()
+	cctx, cancel := b.call(ctx)
+	cu, err := b.cli.CreateMultipartUpload(cctx, &s3.CreateMultipartUploadInput{
+		Bucket: &b.bucket, Key: &full, Metadata: map[string]string{metaRefKey: ref},
+	})
+	cancel()
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			actx, cancel := b.call(context.WithoutCancel(ctx))
+			_, _ = b.cli.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &b.bucket, Key: &full, UploadId: cu.UploadId})
+			cancel()
+			_ = b.deleteKey(context.WithoutCancel(ctx), b.metaSidecar(ref))
+		}
+	}()
+	var parts []types.CompletedPart
+	var total int64
+	for num := int32(1); ; num++ {
+		if num > 10000 {
+			return 0, fmt.Errorf("s3 backend: object exceeds 10000 parts of %d bytes", len(buf))
+		}
+		cctx, cancel := b.call(ctx)
+		up, err := b.cli.UploadPart(cctx, &s3.UploadPartInput{
+			Bucket: &b.bucket, Key: &full, UploadId: cu.UploadId, PartNumber: aws.Int32(num),
+			Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(int64(n)),
+		})
+		cancel()
+		if err != nil {
+			return 0, mapErr(err)
+		}
+		parts = append(parts, types.CompletedPart{ETag: up.ETag, PartNumber: aws.Int32(num)})
+		total += int64(n)
+		var eof bool
+		n, eof, err = readFull(body, buf)
+		if err != nil {
+			return 0, err
+		}
+		if eof && n == 0 {
+			break
+		}
+		if eof {
+			// Last, short part: upload it on the next round and stop.
+			cctx, cancel := b.call(ctx)
+			up, err := b.cli.UploadPart(cctx, &s3.UploadPartInput{
+				Bucket: &b.bucket, Key: &full, UploadId: cu.UploadId, PartNumber: aws.Int32(num + 1),
+				Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(int64(n)),
+			})
+			cancel()
+			if err != nil {
+				return 0, mapErr(err)
+			}
+			parts = append(parts, types.CompletedPart{ETag: up.ETag, PartNumber: aws.Int32(num + 1)})
+			total += int64(n)
+			break
+		}
+	}
+	if seal != nil {
+		if err := seal(meta); err != nil {
+			return 0, err
+		}
+	}
+	js, err := jsonMeta(*meta)
+	if err != nil {
+		return 0, err
+	}
+	if err := b.putSmall(ctx, b.metaSidecar(ref), js, nil); err != nil {
+		return 0, err
+	}
+	cctx, cancel = b.call(ctx)
+	defer cancel()
+	_, err = b.cli.CompleteMultipartUpload(cctx, &s3.CompleteMultipartUploadInput{
+		Bucket: &b.bucket, Key: &full, UploadId: cu.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+	})
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	done = true
+	return total, nil
+}
+
+// GetObject streams the stored bytes; ranges pass through to the backend.
+func (b *Backend) GetObject(ctx context.Context, bucket, key string, rng *storage.Range) (io.ReadCloser, storage.ObjectInfo, error) {
+	full := b.objKey(bucket, key)
+	in := &s3.GetObjectInput{Bucket: &b.bucket, Key: &full}
+	if rng != nil {
+		if rng.Start < 0 || rng.Length <= 0 {
+			return nil, storage.ObjectInfo{}, storage.ErrInvalidRange
+		}
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", rng.Start, rng.Start+rng.Length-1))
+	}
+	// The body streams for as long as the caller reads: the context bounds
+	// it, not b.timeout; the transport's ResponseHeaderTimeout bounds the
+	// wait for the backend to answer.
+	out, err := b.cli.GetObject(ctx, in)
+	if err != nil {
+		return nil, storage.ObjectInfo{}, b.notFound(ctx, bucket, mapErr(err))
+	}
+	meta, err := b.decodeMeta(ctx, out.Metadata)
+	if err != nil {
+		out.Body.Close()
+		return nil, storage.ObjectInfo{}, err
+	}
+	size := aws.ToInt64(out.ContentLength)
+	if cr := aws.ToString(out.ContentRange); cr != "" {
+		if i := strings.LastIndexByte(cr, '/'); i >= 0 {
+			fmt.Sscan(cr[i+1:], &size)
+		}
+	}
+	if rng != nil && rng.Start >= size {
+		out.Body.Close()
+		return nil, storage.ObjectInfo{}, storage.ErrInvalidRange
+	}
+	info := storage.ObjectInfo{Bucket: bucket, Key: key, LastModified: aws.ToTime(out.LastModified), StoredSize: size, Meta: meta}
+	return out.Body, info, nil
+}
+
+// HeadObject reads the object's metadata.
+func (b *Backend) HeadObject(ctx context.Context, bucket, key string) (storage.ObjectInfo, error) {
+	full := b.objKey(bucket, key)
+	var err error
+	// Two tries: a concurrent overwrite may delete the sidecar the first
+	// HEAD pointed at.
+	for range 2 {
+		var out *s3.HeadObjectOutput
+		out, err = b.head(ctx, full)
+		if err != nil {
+			return storage.ObjectInfo{}, b.notFound(ctx, bucket, err)
+		}
+		var meta storage.ObjectMeta
+		meta, err = b.decodeMeta(ctx, out.Metadata)
+		if err == nil {
+			return storage.ObjectInfo{Bucket: bucket, Key: key, LastModified: aws.ToTime(out.LastModified),
+				StoredSize: aws.ToInt64(out.ContentLength), Meta: meta}, nil
+		}
+	}
+	return storage.ObjectInfo{}, err
+}
+
+// DeleteObject removes the object and its metadata sidecar, if any.
+func (b *Backend) DeleteObject(ctx context.Context, bucket, key string) error {
+	if err := b.needBucket(ctx, bucket); err != nil {
+		return err
+	}
+	full := b.objKey(bucket, key)
+	old, err := b.head(ctx, full)
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := b.deleteKey(ctx, full); err != nil {
+		return err
+	}
+	b.dropMetaRef(ctx, old.Metadata)
+	return nil
+}
+
+// UpdateMeta replaces the metadata with a server-side self-copy.
+func (b *Backend) UpdateMeta(ctx context.Context, bucket, key string, meta storage.ObjectMeta) (storage.ObjectInfo, error) {
+	full := b.objKey(bucket, key)
+	old, err := b.head(ctx, full)
+	if err != nil {
+		return storage.ObjectInfo{}, b.notFound(ctx, bucket, err)
+	}
+	um, err := b.encodeMeta(ctx, meta)
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	out, err := b.cli.CopyObject(cctx, &s3.CopyObjectInput{
+		Bucket: &b.bucket, Key: &full, CopySource: aws.String(b.bucket + "/" + escapePath(full)),
+		Metadata: um, MetadataDirective: types.MetadataDirectiveReplace,
+	})
+	if err != nil {
+		b.dropMetaRef(ctx, um)
+		return storage.ObjectInfo{}, b.notFound(ctx, bucket, mapErr(err))
+	}
+	b.dropMetaRef(ctx, old.Metadata)
+	mod := time.Now().UTC()
+	if out.CopyObjectResult != nil && out.CopyObjectResult.LastModified != nil {
+		mod = *out.CopyObjectResult.LastModified
+	}
+	return storage.ObjectInfo{Bucket: bucket, Key: key, LastModified: mod, StoredSize: aws.ToInt64(old.ContentLength), Meta: meta}, nil
+}
+
+// escapePath percent-encodes a key for x-amz-copy-source, keeping '/'.
+func escapePath(k string) string {
+	var sb strings.Builder
+	for _, c := range []byte(k) {
+		if c == '/' || c == '-' || c == '_' || c == '.' || c == '~' ||
+			(c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') {
+			sb.WriteByte(c)
+		} else {
+			fmt.Fprintf(&sb, "%%%02X", c)
+		}
+	}
+	return sb.String()
+}
+
+var errNoSidecar = errors.New("s3 backend: upload sidecar missing")

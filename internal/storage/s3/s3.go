@@ -1,0 +1,307 @@
+// Package s3 owns the remote storage backend: a storage.Backend over any
+// S3-compatible object store, for gateways that keep no state of their own.
+//
+// Layout. All Facet buckets live in ONE backend bucket (the URL's first path
+// element), under an optional prefix; call it ROOT below:
+//
+//	ROOT/<facet-bucket>/<key>            the object's bytes (as filtered)
+//	ROOT/.facet/buckets/<facet-bucket>   marker: the Facet bucket exists
+//	ROOT/.facet/meta/<id>                metadata too large for a header
+//	ROOT/.facet/uploads/<hex upload id>/ sidecars of a Facet multipart upload
+//
+// One backend bucket rather than one per Facet bucket because backend bucket
+// names are global and scarce (AWS: 100 per account by default, names shared
+// by everyone), operators usually hand Facet one bucket with scoped
+// credentials, and creating buckets needs rights Facet should not need.
+// Facet bucket names cannot start with '.', so ".facet/" never collides with
+// a bucket, and listings under ROOT/<bucket>/ never see internal objects.
+//
+// Metadata. Facet's ObjectMeta travels with the backend object as user
+// metadata (x-amz-meta-facet, base64url JSON), so that an overwrite swaps
+// bytes and metadata at once. When it does not fit S3's 2 KB user-metadata
+// budget, the object instead carries x-amz-meta-facet-ref naming an immutable
+// sidecar ROOT/.facet/meta/<id>, written before the object becomes visible.
+//
+// Seal before visibility. Small bodies (under one part) are buffered from a
+// pool and written with one PutObject after Seal. Larger bodies stream into a
+// backend multipart upload at the final key, in pooled parts (bounded
+// memory); Seal runs at EOF, then the metadata sidecar is written, then
+// CompleteMultipartUpload makes the object visible. A Seal error aborts the
+// upload: nothing becomes visible and the old object stays. No copy is
+// needed, so there is no 5 GB CopyObject ceiling on PutObject.
+//
+// Facet multipart uploads are backend multipart uploads at the final key;
+// per-part Facet metadata (Seal results) lives in one small sidecar per part
+// so concurrent PutPart calls never read-modify-write a shared record. A part
+// is spooled (memory up to one pool buffer, a temporary file beyond) so that
+// Seal can veto it before the backend part is replaced.
+//
+// Errors: missing keys/buckets/uploads map to storage sentinels; network
+// failures and backend 5xx/throttling map to storage.ErrUnavailable; every
+// backend call runs under a timeout.
+//
+// Known limits: a backend rejects non-last parts under 5 MiB, so a Facet
+// multipart upload whose filters shrink a part below that fails at Complete
+// (storage.ErrInvalidPart); UpdateMeta uses CopyObject and so is limited to
+// objects of 5 GB; CreateBucket is check-then-put (two gateways creating the
+// same bucket at once may both succeed).
+package s3
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/facet-sds/facet/internal/storage"
+)
+
+const (
+	metaKey    = "facet"     // x-amz-meta-facet: inline metadata
+	metaRefKey = "facet-ref" // x-amz-meta-facet-ref: sidecar id
+	// inlineLimit leaves room under S3's 2 KB user-metadata budget for the
+	// header names.
+	inlineLimit = 1800
+)
+
+// Options tune a Backend; zero values mean the defaults.
+type Options struct {
+	// PartSize is the backend part size for streamed PutObject (default
+	// 8 MiB, at least 5 MiB as S3 requires).
+	PartSize int
+	// Timeout bounds each backend call that does not stream a body
+	// (default 30 s); it also bounds each streamed part's upload and the
+	// wait for a GET's response headers. A GET body is bounded by the
+	// caller's context.
+	Timeout time.Duration
+	// SpoolDir holds multipart parts larger than PartSize until Seal has
+	// accepted them (default os.TempDir()).
+	SpoolDir string
+	// HTTPClient overrides the HTTP client (tests).
+	HTTPClient *http.Client
+}
+
+// Backend is a storage.Backend over an S3-compatible object store.
+type Backend struct {
+	cli      *s3.Client
+	bucket   string
+	root     string // "" or "prefix/"
+	partSize int
+	timeout  time.Duration
+	spoolDir string
+	pool     sync.Pool
+}
+
+var _ storage.Backend = (*Backend)(nil)
+
+// Open parses s3://ACCESS:SECRET@host:port/bucket[/prefix]?region=R&tls=false
+// and returns a Backend. Credentials missing from the URL come from
+// FACET_BACKEND_ACCESS_KEY / FACET_BACKEND_SECRET_KEY. Errors never contain
+// the secret.
+func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Parse echoes the input, secret included: do not wrap it.
+		return nil, errors.New("s3 backend: malformed URL")
+	}
+	if u.Scheme != "s3" {
+		return nil, fmt.Errorf("s3 backend: scheme %q, want s3", u.Scheme)
+	}
+	access, secret := os.Getenv("FACET_BACKEND_ACCESS_KEY"), os.Getenv("FACET_BACKEND_SECRET_KEY")
+	if u.User != nil {
+		if n := u.User.Username(); n != "" {
+			access = n
+		}
+		if p, ok := u.User.Password(); ok && p != "" {
+			secret = p
+		}
+	}
+	if access == "" || secret == "" {
+		return nil, errors.New("s3 backend: no credentials (URL user info or FACET_BACKEND_ACCESS_KEY/FACET_BACKEND_SECRET_KEY)")
+	}
+	path := strings.Trim(u.Path, "/")
+	bucket, prefix, _ := strings.Cut(path, "/")
+	if bucket == "" {
+		return nil, errors.New("s3 backend: URL names no bucket (s3://host/bucket[/prefix])")
+	}
+	q := u.Query()
+	region := q.Get("region")
+	if region == "" {
+		region = "us-east-1"
+	}
+	scheme := "https"
+	if q.Get("tls") == "false" {
+		scheme = "http"
+	}
+	endpoint := scheme + "://" + u.Host
+
+	b := &Backend{bucket: bucket, partSize: opts.PartSize, timeout: opts.Timeout, spoolDir: opts.SpoolDir}
+	if prefix != "" {
+		b.root = prefix + "/"
+	}
+	if b.partSize < 5<<20 {
+		b.partSize = 8 << 20
+	}
+	if b.timeout <= 0 {
+		b.timeout = 30 * time.Second
+	}
+	b.pool.New = func() any { buf := make([]byte, b.partSize); return &buf }
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost:   64,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ResponseHeaderTimeout: b.timeout,
+		}}
+	}
+	b.cli = s3.New(s3.Options{
+		Region:       region,
+		BaseEndpoint: aws.String(endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(access, secret, ""),
+		HTTPClient:   hc,
+		// Facet computes its own checksums; the default "when supported"
+		// would make the SDK buffer or trail every body.
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})
+	cctx, cancel := b.call(ctx)
+	defer cancel()
+	if _, err := b.cli.HeadBucket(cctx, &s3.HeadBucketInput{Bucket: &b.bucket}); err != nil {
+		return nil, fmt.Errorf("s3 backend: bucket %q on %s: %w", bucket, u.Host, mapErr(err))
+	}
+	return b, nil
+}
+
+// Close releases nothing: the SDK client holds only idle connections.
+func (b *Backend) Close() error { return nil }
+
+// call bounds one backend call that moves no client stream.
+func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, b.timeout)
+}
+
+func (b *Backend) objKey(bucket, key string) string { return b.root + bucket + "/" + key }
+func (b *Backend) markerKey(bucket string) string   { return b.root + ".facet/buckets/" + bucket }
+func (b *Backend) metaSidecar(id string) string     { return b.root + ".facet/meta/" + id }
+func (b *Backend) uploadDir(uploadID string) string {
+	return b.root + ".facet/uploads/" + hex.EncodeToString([]byte(uploadID)) + "/"
+}
+
+func newID() string {
+	var r [16]byte
+	_, _ = rand.Read(r[:])
+	return hex.EncodeToString(r[:])
+}
+
+// mapErr turns SDK errors into storage sentinels, keeping the original.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "NoSuchKey", "NotFound":
+			return fmt.Errorf("%w: %w", storage.ErrObjectNotFound, err)
+		case "NoSuchBucket":
+			return fmt.Errorf("%w: %w", storage.ErrBucketNotFound, err)
+		case "NoSuchUpload":
+			return fmt.Errorf("%w: %w", storage.ErrUploadNotFound, err)
+		case "InvalidPart", "EntityTooSmall":
+			return fmt.Errorf("%w: %w", storage.ErrInvalidPart, err)
+		case "InvalidPartOrder":
+			return fmt.Errorf("%w: %w", storage.ErrInvalidPartOrder, err)
+		case "InvalidRange":
+			return fmt.Errorf("%w: %w", storage.ErrInvalidRange, err)
+		case "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "Throttling":
+			return fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+		}
+	}
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) && re.HTTPStatusCode() >= 500 {
+		return fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) {
+		return fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+	}
+	return err
+}
+
+func isNotFound(err error) bool {
+	return errors.Is(err, storage.ErrObjectNotFound)
+}
+
+// encodeMeta returns the user metadata carrying m, writing a sidecar first
+// when m is too large to inline.
+func (b *Backend) encodeMeta(ctx context.Context, m storage.ObjectMeta) (map[string]string, error) {
+	js, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	enc := base64.RawURLEncoding.EncodeToString(js)
+	if len(enc) <= inlineLimit {
+		return map[string]string{metaKey: enc}, nil
+	}
+	id := newID()
+	if err := b.putSmall(ctx, b.metaSidecar(id), js, nil); err != nil {
+		return nil, err
+	}
+	return map[string]string{metaRefKey: id}, nil
+}
+
+// decodeMeta reads ObjectMeta back from user metadata (and its sidecar).
+func (b *Backend) decodeMeta(ctx context.Context, um map[string]string) (storage.ObjectMeta, error) {
+	var m storage.ObjectMeta
+	if enc, ok := um[metaKey]; ok {
+		js, err := base64.RawURLEncoding.DecodeString(enc)
+		if err != nil {
+			return m, fmt.Errorf("s3 backend: metadata header: %w", err)
+		}
+		return m, json.Unmarshal(js, &m)
+	}
+	if id, ok := um[metaRefKey]; ok {
+		js, err := b.getSmall(ctx, b.metaSidecar(id))
+		if err != nil {
+			return m, fmt.Errorf("s3 backend: metadata sidecar: %w", err)
+		}
+		return m, json.Unmarshal(js, &m)
+	}
+	return m, nil // an object written by someone else: no Facet metadata
+}
+
+// dropMetaRef deletes the sidecar an older version of an object pointed at.
+// Best effort: a leftover sidecar costs bytes, never correctness.
+func (b *Backend) dropMetaRef(ctx context.Context, um map[string]string) {
+	if id, ok := um[metaRefKey]; ok {
+		_ = b.deleteKey(ctx, b.metaSidecar(id))
+	}
+}
+
+func jsonMeta(m storage.ObjectMeta) ([]byte, error) { return json.Marshal(m) }
