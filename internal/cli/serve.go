@@ -51,6 +51,7 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&opts.MetricsPeriod, "metrics-period", time.Second, "workload-metric period: each node publishes one sample per metric per period")
 	f.BoolVar(&opts.NoWorkloadMetrics, "no-workload-metrics", false, "do not measure requests for dynamic policies (their controllers then hold)")
 	f.BoolVar(&controllers, "controllers", true, "run the automation controllers here; false in a fleet whose controllers run as `facet controller`")
+	f.StringVar(&opts.BackendURL, "backend", "", "remote S3-compatible object store: s3://ACCESS:SECRET@host:port/bucket[/prefix]?region=..&tls=false (credentials also from FACET_BACKEND_ACCESS_KEY/FACET_BACKEND_SECRET_KEY); empty keeps objects in the data directory")
 	f.BoolVar(&opts.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks only: acknowledged writes may be lost on power failure)")
 	return cmd
 }

@@ -27,7 +27,9 @@ import (
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/promexp"
 	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/storage"
 	"github.com/facet-sds/facet/internal/storage/fs"
+	s3store "github.com/facet-sds/facet/internal/storage/s3"
 )
 
 // Options configure a single-node Facet.
@@ -44,6 +46,10 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// NoSync disables fsync; only for benchmarks.
 	NoSync bool
+	// BackendURL selects a remote S3-compatible object store
+	// (s3://ACCESS:SECRET@host:port/bucket[/prefix]?region=..&tls=false);
+	// empty keeps objects in the embedded filesystem backend.
+	BackendURL string
 	// MetricsToken opens the admin listener's /metrics, and nothing else,
 	// besides the admin token.
 	MetricsToken string
@@ -92,7 +98,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("open metadata store: %w", err)
 	}
 	defer store.Close()
-	backend, err := fs.Open(ctx, filepath.Join(opts.DataDir, "objects"), fs.Options{Logger: logger, NoSync: opts.NoSync})
+	backend, err := openBackend(ctx, opts, logger)
 	if err != nil {
 		return fmt.Errorf("open object store: %w", err)
 	}
@@ -236,4 +242,13 @@ func writeFileSync(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return f.Close()
+}
+
+// openBackend opens where object bytes live: the remote store named by
+// opts.BackendURL, or the embedded filesystem under the data directory.
+func openBackend(ctx context.Context, opts Options, logger *slog.Logger) (storage.Backend, error) {
+	if opts.BackendURL != "" {
+		return s3store.Open(ctx, opts.BackendURL, s3store.Options{})
+	}
+	return fs.Open(ctx, filepath.Join(opts.DataDir, "objects"), fs.Options{Logger: logger, NoSync: opts.NoSync})
 }

@@ -22,13 +22,20 @@ import (
 // and returns an SDK client for a fresh tenant.
 func startForTest(t *testing.T) (*s3.Client, string) {
 	t.Helper()
+	return startWithBackend(t, "")
+}
+
+// startWithBackend is startForTest with objects in the remote store named
+// by backendURL (empty: the embedded filesystem).
+func startWithBackend(t *testing.T, backendURL string) (*s3.Client, string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{
 			DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: "tok",
-			ShutdownTimeout: 5 * time.Second, Domains: []string{"localhost"},
+			ShutdownTimeout: 5 * time.Second, Domains: []string{"localhost"}, BackendURL: backendURL,
 			Ready: func(s3, admin string) { ready <- [2]string{s3, admin} },
 		}, slog.New(slog.DiscardHandler))
 	}()

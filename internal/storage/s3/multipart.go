@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -270,7 +271,7 @@ func (b *Backend) CompleteUpload(ctx context.Context, bucket, key, uploadID stri
 	}
 	cctx, cancel := b.call(ctx)
 	defer cancel()
-	out, err := b.cli.CompleteMultipartUpload(cctx, &s3.CompleteMultipartUploadInput{
+	_, err = b.cli.CompleteMultipartUpload(cctx, &s3.CompleteMultipartUploadInput{
 		Bucket: &b.bucket, Key: &full, UploadId: &uploadID,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: done},
 	})
@@ -281,7 +282,6 @@ func (b *Backend) CompleteUpload(ctx context.Context, bucket, key, uploadID stri
 		}
 		return storage.ObjectInfo{}, err
 	}
-	_ = out
 	if oldErr == nil && old.Metadata[metaRefKey] != up.Ref {
 		b.dropMetaRef(ctx, old.Metadata)
 	}
@@ -321,7 +321,9 @@ func (b *Backend) AbortUpload(ctx context.Context, bucket, key, uploadID string)
 	cctx, cancel := b.call(ctx)
 	_, err = b.cli.AbortMultipartUpload(cctx, &s3.AbortMultipartUploadInput{Bucket: &b.bucket, Key: &full, UploadId: &uploadID})
 	cancel()
-	if err = mapErr(err); err != nil && !isNotFound(err) && !strings.Contains(err.Error(), storage.ErrUploadNotFound.Error()) {
+	// Gone at the backend already (a concurrent abort or complete): the
+	// sidecars are what remain to clean.
+	if err = mapErr(err); err != nil && !isNotFound(err) && !errors.Is(err, storage.ErrUploadNotFound) {
 		return err
 	}
 	_ = b.deleteKey(ctx, b.metaSidecar(up.Ref))

@@ -3,7 +3,6 @@ package s3
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -396,5 +395,3 @@ func escapePath(k string) string {
 	}
 	return sb.String()
 }
-
-var errNoSidecar = errors.New("s3 backend: upload sidecar missing")

@@ -9,102 +9,21 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/facet-sds/facet/internal/storage"
+	"github.com/facet-sds/facet/internal/storage/s3/s3test"
 )
-
-// versitygw returns the pinned versitygw binary, installing it through the
-// bench peer script (into a cache outside the repository). It fails the test
-// when that is impossible, unless FACET_SKIP_VERSITYGW=1.
-func versitygw(t *testing.T) string {
-	t.Helper()
-	if os.Getenv("FACET_SKIP_VERSITYGW") == "1" {
-		t.Skip("FACET_SKIP_VERSITYGW=1")
-	}
-	_, file, _, _ := runtime.Caller(0)
-	repo := filepath.Join(filepath.Dir(file), "..", "..", "..")
-	cmd := exec.Command(filepath.Join(repo, "bench", "peers", "versitygw.sh"), "install")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("installing versitygw: %v\n%s\n(set FACET_SKIP_VERSITYGW=1 to skip)", err, out)
-	}
-	cache := os.Getenv("FACET_PEERS_CACHE")
-	if cache == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			base = filepath.Join(os.Getenv("HOME"), ".cache")
-		}
-		cache = filepath.Join(base, "facet-bench-peers")
-	}
-	return filepath.Join(cache, "bin", "versitygw")
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// startVersity runs versitygw with a posix backend in a temp dir and creates
-// the backend bucket "facet"; it returns host:port and the credentials.
-func startVersity(t *testing.T) (addr, access, secret string) {
-	t.Helper()
-	bin := versitygw(t)
-	dir := t.TempDir()
-	addr = freePort(t)
-	access, secret = "facettest", hex.EncodeToString([]byte(t.Name()))[:20]+"secretsecret"
-	cmd := exec.Command(bin, "--port", addr, "--health", "/health", "posix", dir)
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+access, "ROOT_SECRET_ACCESS_KEY="+secret)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start versitygw: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	up := false
-	for range 300 {
-		resp, err := http.Get("http://" + addr + "/health")
-		if err == nil {
-			resp.Body.Close()
-			up = true
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !up {
-		t.Fatalf("versitygw did not come up:\n%s", logs.String())
-	}
-	cli := s3.New(s3.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String("http://" + addr), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(access, secret, ""),
-	})
-	if _, err := cli.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("facet")}); err != nil {
-		t.Fatalf("create backend bucket: %v", err)
-	}
-	return addr, access, secret
-}
 
 // newBackend opens a Backend on a fresh versitygw with Facet bucket "b".
 func newBackend(t *testing.T) *Backend {
 	t.Helper()
-	addr, access, secret := startVersity(t)
-	b, err := Open(context.Background(), fmt.Sprintf("s3://%s:%s@%s/facet/pfx?tls=false", access, secret, addr),
-		Options{PartSize: 5 << 20, SpoolDir: t.TempDir()})
+	srv := s3test.Start(t)
+	b, err := Open(context.Background(), srv.URL("pfx"), Options{PartSize: 5 << 20, SpoolDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -492,7 +411,7 @@ func TestUnavailable(t *testing.T) {
 	}
 
 	// A closed port is unavailable too.
-	addr := freePort(t)
+	addr := s3test.FreeAddr(t)
 	_, err = Open(context.Background(), "s3://ak:sk@"+addr+"/bkt?tls=false", Options{Timeout: 300 * time.Millisecond})
 	wantErr(t, err, storage.ErrUnavailable)
 }
