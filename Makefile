@@ -30,6 +30,8 @@ vet:
 # be installed), installed when missing.
 deps:
 	./scripts/ensure-deps.sh
+	@# the remote-backend tests run a real versitygw, built once into a cache outside the repo
+	[ "$$FACET_SKIP_VERSITYGW" = 1 ] || ./bench/peers/versitygw.sh install
 
 unit: deps
 	$(GO) test -race -count=1 ./internal/... ./cmd/...
