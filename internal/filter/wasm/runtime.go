@@ -1,0 +1,167 @@
+// Package wasm owns Facet's sandboxed filter runtime: it compiles
+// WebAssembly (WASI preview1 command) modules once with wazero in compiled
+// mode, runs a fresh instance per request with stdin as the input stream
+// and stdout as the output stream, and enforces the sandbox's limits
+// (memory pages, a deadline that grows with the bytes processed, an output
+// cap proportional to the input, bounded stderr logging). The ABI is
+// documented in docs/filters.md.
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// Config configures a Runtime.
+type Config struct {
+	// CacheDir holds wazero's compilation cache, so that a restart does
+	// not recompile every module; empty means in-memory only.
+	CacheDir string
+	// MemoryPages caps every instance's linear memory, in 64 KiB pages;
+	// 0 means DefaultMemoryPages. wazero applies it runtime-wide.
+	MemoryPages uint32
+	// Logger receives filters' stderr; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultMemoryPages is 128 MiB: a Go wasip1 module needs a few MiB for
+// its runtime alone.
+const DefaultMemoryPages = 2048
+
+// Runtime compiles and runs filter modules. It is safe for concurrent use.
+type Runtime struct {
+	rt     wazero.Runtime
+	cache  wazero.CompilationCache
+	pages  uint32
+	logger *slog.Logger
+}
+
+// NewRuntime returns a runtime; Close releases it.
+func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
+	pages := cfg.MemoryPages
+	if pages == 0 {
+		pages = DefaultMemoryPages
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	rc := wazero.NewRuntimeConfigCompiler().
+		WithMemoryLimitPages(pages).
+		// Interrupts loops in guest code when the request's context ends:
+		// without it an infinite loop would hold its goroutine forever.
+		WithCloseOnContextDone(true)
+	var cache wazero.CompilationCache
+	if cfg.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm: compilation cache %s: %w", cfg.CacheDir, err)
+		}
+		cache = c
+		rc = rc.WithCompilationCache(c)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("wasm: instantiating WASI: %w", err)
+	}
+	return &Runtime{rt: rt, cache: cache, pages: pages, logger: logger}, nil
+}
+
+// Close releases every compiled module and instance.
+func (r *Runtime) Close(ctx context.Context) error {
+	err := r.rt.Close(ctx)
+	if r.cache != nil {
+		err = errors.Join(err, r.cache.Close(ctx))
+	}
+	return err
+}
+
+// MemoryPages reports the memory cap applied to every instance.
+func (r *Runtime) MemoryPages() uint32 { return r.pages }
+
+// Module is a compiled filter module, shared by all its invocations.
+type Module struct {
+	name     string
+	rt       *Runtime
+	compiled wazero.CompiledModule
+	// stderrTokens rate-limits stderr logging across invocations.
+	stderrTokens bucket
+}
+
+// Compile validates and compiles a module once. name is the filter's name,
+// used in errors and logs.
+func (r *Runtime) Compile(ctx context.Context, name string, code []byte) (*Module, error) {
+	cm, err := r.rt.CompileModule(ctx, code)
+	if err != nil {
+		return nil, fmt.Errorf("wasm filter %q: compiling: %w", name, err)
+	}
+	if _, ok := cm.ExportedFunctions()["_start"]; !ok {
+		_ = cm.Close(ctx)
+		return nil, fmt.Errorf("wasm filter %q: not a WASI command (no exported _start)", name)
+	}
+	for _, imp := range cm.ImportedFunctions() {
+		mod, fn, _ := imp.Import()
+		if mod != wasi_snapshot_preview1.ModuleName {
+			_ = cm.Close(ctx)
+			return nil, fmt.Errorf("wasm filter %q: imports %s.%s; only %s is provided", name, mod, fn, wasi_snapshot_preview1.ModuleName)
+		}
+	}
+	return &Module{name: name, rt: r, compiled: cm}, nil
+}
+
+// Close releases the compiled code. Invocations already running keep
+// theirs (wazero reference-counts it).
+func (m *Module) Close(ctx context.Context) error { return m.compiled.Close(ctx) }
+
+// Limits bound one invocation.
+type Limits struct {
+	// Timeout is the base deadline; PerMiB is added for every MiB read
+	// from stdin, so a large object gets proportionally more time.
+	Timeout time.Duration
+	PerMiB  time.Duration
+	// OutputRatio and OutputSlack cap output at
+	// OutputRatio*max(input read, declared size) + OutputSlack bytes.
+	OutputRatio float64
+	OutputSlack int64
+	// StderrLines caps the stderr lines logged per invocation.
+	StderrLines int
+}
+
+// DefaultLimits are generous enough for the example filters on a busy
+// machine and tight enough that a hostile module is stopped quickly.
+func DefaultLimits() Limits {
+	return Limits{
+		Timeout:     5 * time.Second,
+		PerMiB:      200 * time.Millisecond,
+		OutputRatio: 4,
+		OutputSlack: 64 << 10,
+		StderrLines: 20,
+	}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.Timeout <= 0 {
+		l.Timeout = d.Timeout
+	}
+	if l.PerMiB < 0 {
+		l.PerMiB = 0
+	}
+	if l.OutputRatio <= 0 {
+		l.OutputRatio = d.OutputRatio
+	}
+	if l.OutputSlack <= 0 {
+		l.OutputSlack = d.OutputSlack
+	}
+	if l.StderrLines <= 0 {
+		l.StderrLines = d.StderrLines
+	}
+	return l
+}

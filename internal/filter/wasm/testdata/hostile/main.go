@@ -1,0 +1,63 @@
+// Command hostile is a misbehaving Facet filter used by the runtime's
+// tests. FACET_PARAM_MODE picks the misbehaviour: loop, alloc, flood,
+// panic, open, exit, env, stderr; anything else copies stdin to stdout.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+var sink [][]byte
+
+func main() {
+	switch mode := os.Getenv("FACET_PARAM_MODE"); mode {
+	case "loop":
+		n := 0
+		for {
+			n++
+		}
+	case "alloc":
+		// 4 GiB in 64 MiB steps, each touched so it is really committed.
+		for i := 0; i < 64; i++ {
+			b := make([]byte, 64<<20)
+			b[len(b)-1] = 1
+			sink = append(sink, b)
+		}
+	case "flood":
+		in, _ := io.ReadAll(os.Stdin)
+		for i := 0; i < 100; i++ {
+			if _, err := os.Stdout.Write(in); err != nil {
+				fmt.Fprintln(os.Stderr, "flood:", err)
+				os.Exit(1)
+			}
+		}
+	case "panic":
+		var m map[string]int
+		m["boom"]++
+	case "open":
+		f, err := os.Open("/etc/passwd")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "open:", err)
+			os.Exit(3)
+		}
+		io.Copy(os.Stdout, f)
+	case "exit":
+		fmt.Fprintln(os.Stderr, "exiting with 7")
+		os.Exit(7)
+	case "env":
+		fmt.Println(strings.Join(os.Args, " "))
+		for _, kv := range os.Environ() {
+			fmt.Println(kv)
+		}
+	case "stderr":
+		for i := 0; i < 100000; i++ {
+			fmt.Fprintln(os.Stderr, "noise line", i)
+		}
+		io.Copy(os.Stdout, os.Stdin)
+	default:
+		io.Copy(os.Stdout, os.Stdin)
+	}
+}
