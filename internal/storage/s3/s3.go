@@ -40,11 +40,22 @@
 // failures and backend 5xx/throttling map to storage.ErrUnavailable; every
 // backend call runs under a timeout.
 //
+// Listing maps onto ListObjectsV2 (prefix, delimiter, start-after) under
+// ROOT/<bucket>/, then HEADs each listed object (8 at a time) because
+// Facet's ETag and logical size live in its metadata. Marker semantics are
+// enforced here rather than trusted to the backend: a marker that is, or
+// falls inside, a common prefix, and a "truncated" page that ends exactly at
+// the last key, are resolved with one extra one-key listing.
+//
 // Known limits: a backend rejects non-last parts under 5 MiB, so a Facet
 // multipart upload whose filters shrink a part below that fails at Complete
 // (storage.ErrInvalidPart); UpdateMeta uses CopyObject and so is limited to
 // objects of 5 GB; CreateBucket is check-then-put (two gateways creating the
-// same bucket at once may both succeed).
+// same bucket at once may both succeed); an overwrite deletes the previous
+// metadata sidecar after the swap, so a reader racing it re-reads the
+// object once (HeadObject) — a GET that loses that race fails. The store
+// underneath must accept Facet's keys: filesystem-backed S3 servers such as
+// versitygw's posix backend cannot hold both "a" and "a/b".
 package s3
 
 import (
