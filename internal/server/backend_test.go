@@ -3,11 +3,14 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/facet-sds/facet/internal/storage/s3/s3test"
@@ -52,6 +55,14 @@ func TestServeRemoteBackend(t *testing.T) {
 	_, err = client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bucket1"), Key: aws.String("missing")})
 	if apiCode(err) != "NoSuchKey" {
 		t.Fatalf("missing key: %v", err)
+	}
+
+	// Backend down: a prompt 503 the client may retry, never a hang.
+	remote.Stop()
+	_, err = client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("bucket1"), Key: aws.String("dir/obj")}, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+	var re *awshttp.ResponseError
+	if apiCode(err) != "SlowDown" || !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusServiceUnavailable || re.Response.Header.Get("Retry-After") == "" {
+		t.Fatalf("GET with the backend down: %v", err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,8 @@ type Server struct {
 	Addr, Access, Secret, Bucket string
 	// Client talks to the server directly, as root.
 	Client *s3.Client
+	// Stop kills the server (a backend outage); the data stays.
+	Stop func()
 }
 
 // URL is the --backend URL of the server's bucket under prefix.
@@ -84,7 +87,9 @@ func Start(t testing.TB) Server {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start versitygw: %v", err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var once sync.Once
+	s.Stop = func() { once.Do(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) }
+	t.Cleanup(s.Stop)
 	up := false
 	for range 300 {
 		resp, err := http.Get("http://" + s.Addr + "/health")
