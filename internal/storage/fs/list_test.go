@@ -10,52 +10,9 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/storage"
+	"github.com/facet-sds/facet/internal/storage/storagetest"
 	bolt "go.etcd.io/bbolt"
 )
-
-// refList is the listing S3 defines, computed by brute force over the
-// sorted keys: keys after the marker with the prefix, rolled up at the
-// first delimiter after the prefix, a prefix equal to the marker not
-// repeated, at most max entries.
-func refList(keys []string, o storage.ListOptions) (entries []string, truncated bool) {
-	sorted := slices.Clone(keys)
-	slices.Sort(sorted)
-	last := ""
-	for _, k := range sorted {
-		if k <= o.Marker || !strings.HasPrefix(k, o.Prefix) {
-			continue
-		}
-		e := k
-		if o.Delimiter != "" {
-			if i := strings.Index(k[len(o.Prefix):], o.Delimiter); i >= 0 {
-				e = "P:" + k[:len(o.Prefix)+i+len(o.Delimiter)]
-				if e == last || e[2:] == o.Marker {
-					continue
-				}
-			}
-		}
-		if len(entries) == o.MaxKeys {
-			return entries, true
-		}
-		entries = append(entries, e)
-		last = e
-	}
-	return entries, false
-}
-
-func flatten(res storage.ListResult) []string {
-	var out []string
-	for _, o := range res.Objects {
-		out = append(out, o.Key)
-	}
-	for _, p := range res.CommonPrefixes {
-		out = append(out, "P:"+p)
-	}
-	slices.SortFunc(out, func(a, b string) int {
-		return strings.Compare(strings.TrimPrefix(a, "P:"), strings.TrimPrefix(b, "P:"))
-	})
-	return out
-}
 
 var listKeys = []string{
 	"a", "a/", "a/b", "a/b/c", "a/b/d", "a//x", "a/c", "ab", "b/x", "b/y/z", "c", "c/", "c//",
@@ -81,8 +38,8 @@ func TestListMatchesReference(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					want, wantTrunc := refList(listKeys, o)
-					got := flatten(res)
+					want, wantTrunc := storagetest.RefList(listKeys, o)
+					got := storagetest.Flatten(res)
 					if !slices.Equal(got, want) || res.IsTruncated != wantTrunc {
 						t.Fatalf("%+v:\n got %q trunc=%v\nwant %q trunc=%v", o, got, res.IsTruncated, want, wantTrunc)
 					}

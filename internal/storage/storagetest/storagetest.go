@@ -255,11 +255,11 @@ func testUpdateMeta(t *testing.T, b storage.Backend) {
 	WantErr(t, err, storage.ErrObjectNotFound)
 }
 
-// refList is the listing S3 defines, by brute force over the sorted keys:
+// RefList is the listing S3 defines, by brute force over the sorted keys:
 // keys after the marker with the prefix, rolled up at the first delimiter
 // after the prefix, a prefix equal to the marker not repeated, at most max
 // entries.
-func refList(keys []string, o storage.ListOptions) (entries []string, truncated bool) {
+func RefList(keys []string, o storage.ListOptions) (entries []string, truncated bool) {
 	sorted := slices.Clone(keys)
 	slices.Sort(sorted)
 	last := ""
@@ -285,7 +285,9 @@ func refList(keys []string, o storage.ListOptions) (entries []string, truncated 
 	return entries, false
 }
 
-func flatten(res storage.ListResult) []string {
+// Flatten is a page as RefList shows it: keys, and common prefixes
+// marked "P:", in lexical order.
+func Flatten(res storage.ListResult) []string {
 	var out []string
 	for _, o := range res.Objects {
 		out = append(out, o.Key)
@@ -329,8 +331,8 @@ func testList(t *testing.T, b storage.Backend) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					want, wantTrunc := refList(listKeys, o)
-					got := flatten(res)
+					want, wantTrunc := RefList(listKeys, o)
+					got := Flatten(res)
 					if !slices.Equal(got, want) || res.IsTruncated != wantTrunc {
 						t.Fatalf("%+v:\n got %q trunc=%v\nwant %q trunc=%v", o, got, res.IsTruncated, want, wantTrunc)
 					}
