@@ -285,16 +285,27 @@ func (b *Backend) GetObject(ctx context.Context, bucket, key string, rng *storag
 		}
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", rng.Start, rng.Start+rng.Length-1))
 	}
-	// The body streams for as long as the caller reads: the context bounds
-	// it, not b.timeout; the transport's ResponseHeaderTimeout bounds the
-	// wait for the backend to answer.
-	out, err := b.cli.GetObject(ctx, in)
+	// The body streams for as long as the caller reads, so b.timeout bounds
+	// only the wait for the response (all SDK retries included), through a
+	// cancel that is disarmed once the headers are in.
+	gctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(b.timeout, cancel)
+	out, err := b.cli.GetObject(gctx, in)
+	if !timer.Stop() && err == nil {
+		out.Body.Close()
+		err = context.DeadlineExceeded
+	}
 	if err != nil {
+		cancel()
+		if ctx.Err() == nil && gctx.Err() != nil {
+			err = fmt.Errorf("%w: no answer within %v: %w", storage.ErrUnavailable, b.timeout, err)
+		}
 		return nil, storage.ObjectInfo{}, b.notFound(ctx, bucket, mapErr(err))
 	}
 	meta, err := b.decodeMeta(ctx, out.Metadata)
 	if err != nil {
 		out.Body.Close()
+		cancel()
 		return nil, storage.ObjectInfo{}, err
 	}
 	size := aws.ToInt64(out.ContentLength)
@@ -305,10 +316,23 @@ func (b *Backend) GetObject(ctx context.Context, bucket, key string, rng *storag
 	}
 	if rng != nil && rng.Start >= size {
 		out.Body.Close()
+		cancel()
 		return nil, storage.ObjectInfo{}, storage.ErrInvalidRange
 	}
 	info := storage.ObjectInfo{Bucket: bucket, Key: key, LastModified: aws.ToTime(out.LastModified), StoredSize: size, Meta: meta}
-	return out.Body, info, nil
+	return &cancelOnClose{ReadCloser: out.Body, cancel: cancel}, info, nil
+}
+
+// cancelOnClose releases a GET's context with its body.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // HeadObject reads the object's metadata.

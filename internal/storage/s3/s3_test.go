@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,4 +153,40 @@ func TestOpenURL(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "supersecret") {
 		t.Fatalf("malformed URL: %v", err)
 	}
+}
+
+// hangingTransport answers normally until hang is set, then never answers.
+type hangingTransport struct{ hang atomic.Bool }
+
+func (h *hangingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if h.hang.Load() {
+		<-r.Context().Done()
+		return nil, r.Context().Err()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestBackendStopsAnswering: once the backend stops answering, every call,
+// GET included, fails with ErrUnavailable instead of waiting forever.
+func TestBackendStopsAnswering(t *testing.T) {
+	srv := s3test.Start(t)
+	tr := &hangingTransport{}
+	b, err := Open(context.Background(), srv.URL("h"), Options{Timeout: 300 * time.Millisecond, HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.CreateBucket(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	storagetest.Put(t, b, "b", "k", []byte("v"), storage.ObjectMeta{})
+	tr.hang.Store(true)
+	_, _, err = b.GetObject(ctx, "b", "k", nil)
+	storagetest.WantErr(t, err, storage.ErrUnavailable)
+	_, err = b.HeadObject(ctx, "b", "k")
+	storagetest.WantErr(t, err, storage.ErrUnavailable)
+	_, err = b.PutObject(ctx, "b", "k2", storage.PutInput{Body: strings.NewReader("x")})
+	storagetest.WantErr(t, err, storage.ErrUnavailable)
+	_, err = b.ListObjects(ctx, "b", storage.ListOptions{})
+	storagetest.WantErr(t, err, storage.ErrUnavailable)
 }
