@@ -14,6 +14,7 @@ import json
 import os
 import secrets
 import shutil
+import select
 import signal
 import socket
 import ssl
@@ -162,28 +163,40 @@ class TLSProxy:
             raw.close()
             return
 
-        def pump(src, dst):
-            try:
-                while True:
+        # One thread moves bytes both ways: an SSL socket must not be read
+        # and written from two threads at once (that truncated responses).
+        try:
+            while True:
+                readable, _, _ = select.select([tls, up], [], [], 120)
+                if not readable:
+                    break
+                done = False
+                for src in readable:
+                    dst = up if src is tls else tls
                     b = src.recv(65536)
                     if not b:
+                        done = True
                         break
                     dst.sendall(b)
-            except OSError:
-                pass
-            finally:
-                for s in (src, dst):
-                    try:
-                        s.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-
-        t = threading.Thread(target=pump, args=(up, tls), daemon=True)
-        t.start()
-        pump(tls, up)
-        t.join(timeout=130)
-        tls.close()
-        up.close()
+                    # Decrypted bytes already inside the SSL object do not
+                    # wake select: drain them now.
+                    while src is tls and tls.pending():
+                        more = tls.recv(65536)
+                        if not more:
+                            done = True
+                            break
+                        up.sendall(more)
+                if done:
+                    break
+        except OSError:
+            pass
+        finally:
+            for sock in (tls, up):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                sock.close()
 
     def close(self):
         self.closing.set()
