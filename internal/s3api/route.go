@@ -70,12 +70,24 @@ func bucketFromHost(host string, domains []string) (string, bool) {
 		d = strings.ToLower(d)
 		if strings.HasSuffix(h, "."+d) {
 			b := strings.TrimSuffix(h, "."+d)
-			if b != "" {
+			if b != "" && dnsLabels(b) {
 				return b, true
 			}
 		}
 	}
 	return "", false
+}
+
+// dnsLabels reports whether s can be the bucket part of a host name: only
+// then is a request virtual-host style.
+func dnsLabels(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // operation names one S3 API call; it is what the access log and, later,
