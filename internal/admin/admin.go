@@ -248,15 +248,17 @@ func (h *handler) allowed(r *http.Request) bool {
 	case r.Method == http.MethodGet && r.URL.Path == "/healthz":
 		return true
 	case r.URL.Path == "/metrics":
-		return h.authorized(r) || bearerMatches(r, h.metricsHash)
+		return h.authorized(r) || BearerMatches(r, h.metricsHash)
 	}
 	return h.authorized(r)
 }
 
-func (h *handler) authorized(r *http.Request) bool { return bearerMatches(r, h.tokenHash) }
+func (h *handler) authorized(r *http.Request) bool { return BearerMatches(r, h.tokenHash) }
 
-// bearerMatches reports whether r carries the bearer token hashed to want.
-func bearerMatches(r *http.Request, want *[sha256.Size]byte) bool {
+// BearerMatches reports whether r carries the bearer token hashed (SHA-256)
+// to want; a nil want refuses everything. Other listeners of Facet's roles
+// use it so that there is one token check.
+func BearerMatches(r *http.Request, want *[sha256.Size]byte) bool {
 	if want == nil {
 		return false
 	}

@@ -3,14 +3,12 @@ package server
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -260,7 +258,7 @@ func (r *controllerRole) handler(token string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, req *http.Request) { reply(w, req, false) })
 	mux.HandleFunc("GET /v1/controllers", func(w http.ResponseWriter, req *http.Request) {
-		if !bearerOK(req, want) {
+		if !admin.BearerMatches(req, want) {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
@@ -269,14 +267,3 @@ func (r *controllerRole) handler(token string) http.Handler {
 	return mux
 }
 
-// bearerOK checks the request's bearer token against want's digest; no
-// token configured refuses everything.
-func bearerOK(r *http.Request, want *[sha256.Size]byte) bool {
-	const scheme = "Bearer "
-	auth := r.Header.Get("Authorization")
-	if want == nil || len(auth) <= len(scheme) || !strings.EqualFold(auth[:len(scheme)], scheme) {
-		return false
-	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(auth[len(scheme):])))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
-}
