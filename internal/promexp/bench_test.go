@@ -110,7 +110,7 @@ func BenchmarkObserve(b *testing.B) {
 	e := New(Config{})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		o := &s3api.Observation{Op: "GetObject", Tenant: "t1", Bucket: "bench", Status: 200, BytesOut: 4096, Duration: time.Millisecond}
+		o := &s3api.Observation{Routed: true, Op: "GetObject", Tenant: "t1", Bucket: "bench", Status: 200, BytesOut: 4096, Duration: time.Millisecond}
 		for pb.Next() {
 			e.Started(o)
 			e.Done(o)

@@ -69,12 +69,10 @@ type Exporter struct {
 
 	// Handles resolved once, so a request costs map reads, not label
 	// hashing under the vectors' locks.
-	tenants   sync.Map // tenant -> *tenantCounters
-	ops       sync.Map // op -> prometheus.Observer
-	outcomes  sync.Map // outcome -> prometheus.Counter
-	steps     sync.Map // stepKey -> *stepMeter
-	inflightM sync.Mutex
-	inflight  map[*s3api.Observation]struct{}
+	tenants  sync.Map // tenant -> *tenantCounters
+	ops      sync.Map // op -> prometheus.Observer
+	outcomes sync.Map // outcome -> prometheus.Counter
+	steps    sync.Map // stepKey -> *stepMeter
 }
 
 type tenantCounters struct {
@@ -89,7 +87,7 @@ type outcome struct {
 // New returns an Exporter with every Facet family registered, plus the Go
 // runtime and process collectors.
 func New(cfg Config) *Exporter {
-	e := &Exporter{reg: prometheus.NewRegistry(), bucketLabels: cfg.BucketLabels, inflight: map[*s3api.Observation]struct{}{}}
+	e := &Exporter{reg: prometheus.NewRegistry(), bucketLabels: cfg.BucketLabels}
 	reqLabels, byteLabels := []string{"op", "tenant", "code"}, []string{"direction", "tenant"}
 	if cfg.BucketLabels {
 		reqLabels, byteLabels = append(reqLabels, "bucket"), append(byteLabels, "bucket")
@@ -166,9 +164,6 @@ var (
 // exist, at 0 when nothing happened yet (throttling included).
 func (e *Exporter) Started(o *s3api.Observation) {
 	e.tenant(o.Tenant)
-	e.inflightM.Lock()
-	e.inflight[o] = struct{}{}
-	e.inflightM.Unlock()
 	e.active.Inc()
 }
 
@@ -177,12 +172,9 @@ func (e *Exporter) Body(_ *s3api.Observation, r io.Reader) io.Reader { return r 
 
 // Done counts the finished request.
 func (e *Exporter) Done(o *s3api.Observation) {
-	// Done also comes for requests refused before Started.
-	e.inflightM.Lock()
-	_, started := e.inflight[o]
-	delete(e.inflight, o)
-	e.inflightM.Unlock()
-	if started {
+	// Done also comes for requests refused before Started; only routed
+	// ones were counted as active.
+	if o.Routed {
 		e.active.Dec()
 	}
 	op, tenant, code, bucket := orUnknown(o.Op), orUnknown(o.Tenant), o.ErrCode, unknown
