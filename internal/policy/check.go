@@ -362,9 +362,13 @@ func (c *checker) action(a *Action, volumes bool) {
 		c.sloAction(a, k)
 		return
 	}
+	if volumes {
+		c.blockAction(a)
+		return
+	}
 	info, _, ok := lookupFold(a.Filter, c.v.Filter, c.v.FilterNames)
 	if !ok {
-		c.errorf(a.FilterPos, suggest(a.Filter, append(c.v.FilterNames(), string(SLOBandwidth), string(SLOThrottle))), "unknown filter %q", a.Filter)
+		c.errorf(a.FilterPos, suggest(a.Filter, append(c.v.FilterNames(), string(SLOBandwidth), string(SLOThrottle))), "unknown filter %q%s", a.Filter, c.blockOnlyHint(a.Filter))
 	}
 	a.Info = info
 	if a.Verb == VerbDelete {

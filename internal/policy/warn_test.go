@@ -51,9 +51,6 @@ func TestWarnings(t *testing.T) {
 		{"a filter after a reversible one sees its output",
 			"p1: FOR TENANT t1 DO SET compression ON storage, SET scanner ON storage",
 			[]string{"line 1: scanner from policy p1 (line 1) runs after compression from policy p1 (line 1) on PUT for tenant t1, so it sees compression's output instead of the client's data"}},
-		{"volumes too",
-			"p1: FOR VOLUME v1 DO SET xor, SET scanner ON storage",
-			[]string{"line 1: scanner from policy p1 (line 1) runs after xor from policy p1 (line 1) on PUT for volume v1, so it sees xor's output instead of the client's data"}},
 	}
 	groups := map[string][]string{"gold": nil, "web": {"t1"}}
 	for _, tt := range tests {
