@@ -32,11 +32,14 @@ const (
 	tblDataKeys      = "data_keys"      // tenant -> dataKeysRecord
 	tblFilters       = "filters"        // filter name -> filterRecord
 	tblLeases        = "leases"         // lease name -> leaseRecord
+	tblPools         = "pools"          // pool name -> poolRecord
+	tblVolumes       = "volumes"        // volume name -> volumeRecord
 )
 
 var allTables = []string{
 	tblSystem, tblTenants, tblKeys, tblTenantKeys, tblBuckets, tblTenantBuckets,
 	tblGroups, tblPolicies, tblPolicyNames, tblSLOs, tblDataKeys, tblFilters, tblLeases,
+	tblPools, tblVolumes,
 }
 
 // indexKey builds the composite key of an index table. Tenant names, access
