@@ -1,0 +1,197 @@
+package qos
+
+import (
+	"math"
+	"testing"
+)
+
+var inf = math.Inf(1)
+
+// Rates in these cases are in MB/s: the algorithms are unit-free.
+func d(tenant string, class Class, node string, streams int, want float64) Demand {
+	return Demand{Tenant: tenant, Class: class, Node: node, Streams: streams, Want: want}
+}
+
+func checkAlloc(t *testing.T, got Allocation, want map[UnitKey]float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("allocation has %d flows, want %d: %v", len(got), len(want), got)
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok || math.Abs(g-w) > 1e-6 && !(math.IsInf(g, 1) && math.IsInf(w, 1)) {
+			t.Errorf("%v = %v (present %v), want %v", k, g, ok, w)
+		}
+	}
+}
+
+func k(tenant string, class Class, node string) UnitKey { return UnitKey{tenant, class, node} }
+
+func TestAlgorithms(t *testing.T) {
+	slos := SLOMap{
+		"t1": {Get: 30, Put: 30},
+		"t2": {Get: 20},
+	}
+	cases := []struct {
+		name string
+		alg  Algorithm
+		p    Problem
+		want map[UnitKey]float64
+	}{{
+		name: "reservations then equal spare (30/20/- of 80)",
+		alg:  Crystal{},
+		p: Problem{Capacity: map[string]float64{"a": 80}, SLOs: slos, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, inf), d("t2", ClassGet, "a", 1, inf), d("t3", ClassGet, "a", 1, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 40, k("t2", ClassGet, "a"): 30, k("t3", ClassGet, "a"): 10},
+	}, {
+		name: "all idle",
+		alg:  Crystal{},
+		p:    Problem{Capacity: map[string]float64{"a": 80}, SLOs: slos, Demands: []Demand{d("t1", ClassGet, "a", 0, 0)}},
+		want: map[UnitKey]float64{},
+	}, {
+		name: "one tenant takes the whole node",
+		alg:  Crystal{},
+		p:    Problem{Capacity: map[string]float64{"a": 80}, SLOs: slos, Demands: []Demand{d("t1", ClassGet, "a", 3, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 80},
+	}, {
+		name: "limit capped, the rest to the other",
+		alg:  Crystal{},
+		p: Problem{Capacity: map[string]float64{"a": 80}, SLOs: SLOMap{"t1": {Limit: 20}}, Demands: []Demand{
+			d("t1", ClassPut, "a", 1, inf), d("t2", ClassPut, "a", 1, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassPut, "a"): 20, k("t2", ClassPut, "a"): 60},
+	}, {
+		name: "idle reservation left to others (work conserving)",
+		alg:  Crystal{},
+		p: Problem{Capacity: map[string]float64{"a": 80}, SLOs: slos, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, 10), d("t2", ClassGet, "a", 1, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 10, k("t2", ClassGet, "a"): 70},
+	}, {
+		name: "capacity nobody asks for is handed out",
+		alg:  Crystal{},
+		p: Problem{Capacity: map[string]float64{"a": 80}, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, 10), d("t2", ClassGet, "a", 1, 20)}},
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 35, k("t2", ClassGet, "a"): 45},
+	}, {
+		name: "overload: reservation moved to the tenant's other node",
+		alg:  Crystal{},
+		p: Problem{Capacity: map[string]float64{"a": 40, "b": 100}, SLOs: SLOMap{"t1": {Get: 60}, "t2": {Get: 30}}, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, inf), d("t1", ClassGet, "b", 1, inf), d("t2", ClassGet, "a", 1, inf)}},
+		// t2 (1 transfer) reserves 30 on a first; t1 splits 60 as 30/30;
+		// a is 20 over: t1 moves 20 to b; b's spare 50 goes to t1.
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 10, k("t1", ClassGet, "b"): 100, k("t2", ClassGet, "a"): 30},
+	}, {
+		name: "overload with nowhere to go: scaled down proportionally",
+		alg:  Crystal{},
+		p: Problem{Capacity: map[string]float64{"a": 40}, SLOs: SLOMap{"t1": {Get: 30}, "t2": {Get: 30}}, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, inf), d("t2", ClassGet, "a", 1, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 20, k("t2", ClassGet, "a"): 20},
+	}, {
+		name: "overload: partial move, then the rest scaled",
+		alg:  Crystal{},
+		p: Problem{Capacity: map[string]float64{"a": 40, "b": 40}, SLOs: SLOMap{"t1": {Get: 60}, "t2": {Get: 30}}, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, inf), d("t1", ClassGet, "b", 1, inf), d("t2", ClassGet, "a", 1, inf)}},
+		// a: 30+30 reserved, 20 over; b has room 10 for t1; the remaining 10
+		// over scales a's 50 down to 40: t1 20*0.8, t2 30*0.8.
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 16, k("t1", ClassGet, "b"): 40, k("t2", ClassGet, "a"): 24},
+	}, {
+		name: "weighted spare",
+		alg:  Crystal{},
+		p: Problem{Capacity: map[string]float64{"a": 100}, SLOs: SLOMap{"t1": {Weight: 3}}, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, inf), d("t2", ClassGet, "a", 1, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 75, k("t2", ClassGet, "a"): 25},
+	}, {
+		name: "reservation split over nodes by transfers, limit across nodes",
+		alg:  Crystal{},
+		p: Problem{Capacity: map[string]float64{"a": 100, "b": 100}, SLOs: SLOMap{"t1": {Get: 30, Limit: 45}}, Demands: []Demand{
+			d("t1", ClassGet, "a", 2, inf), d("t1", ClassGet, "b", 1, inf)}},
+		// 30 reserved as 20/10; the 15 left under the limit by weight 2:1.
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 30, k("t1", ClassGet, "b"): 15},
+	}, {
+		name: "unknown capacity: limited flows at their limit, others unlimited",
+		alg:  Crystal{},
+		p: Problem{SLOs: SLOMap{"t1": {Limit: 50}}, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, inf), d("t2", ClassGet, "a", 1, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 50, k("t2", ClassGet, "a"): inf},
+	}, {
+		name: "background capped by policy",
+		alg:  Crystal{},
+		p: Problem{Capacity: map[string]float64{"a": 100}, SLOs: SLOMap{"t1": {Background: 5}}, Demands: []Demand{
+			d("t1", ClassBackground, "a", 1, inf), d("t1", ClassGet, "a", 1, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassBackground, "a"): 5, k("t1", ClassGet, "a"): 95},
+	}, {
+		name: "max-min: the small demand met, the rest split equally",
+		alg:  MaxMin{},
+		p: Problem{Capacity: map[string]float64{"a": 90}, SLOs: slos, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, 10), d("t2", ClassGet, "a", 1, inf), d("t3", ClassGet, "a", 1, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 10, k("t2", ClassGet, "a"): 40, k("t3", ClassGet, "a"): 40},
+	}, {
+		name: "max-min ignores reservations",
+		alg:  MaxMin{},
+		p: Problem{Capacity: map[string]float64{"a": 80}, SLOs: slos, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, inf), d("t3", ClassGet, "a", 1, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 40, k("t3", ClassGet, "a"): 40},
+	}, {
+		name: "PSFA: no false allocation to a small demand",
+		alg:  PSFA{},
+		p: Problem{Capacity: map[string]float64{"a": 100}, SLOs: SLOMap{"t1": {Weight: 3}}, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, 30), d("t2", ClassGet, "a", 1, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 30, k("t2", ClassGet, "a"): 70},
+	}, {
+		name: "PSFA: proportional when both saturate",
+		alg:  PSFA{},
+		p: Problem{Capacity: map[string]float64{"a": 100}, SLOs: SLOMap{"t1": {Weight: 3, Get: 90}}, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, inf), d("t2", ClassGet, "a", 1, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 75, k("t2", ClassGet, "a"): 25},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { checkAlloc(t, c.alg.Allocate(c.p), c.want) })
+	}
+}
+
+// Whatever the input, no node is given more than its capacity unless
+// reservations alone exceed it, and no rate is negative or NaN.
+func TestAllocationInvariants(t *testing.T) {
+	slos := SLOMap{"t0": {Get: 50, Limit: 70}, "t1": {Get: 10, Weight: 2}, "t2": {Reservation: 5}}
+	for seed := range 200 {
+		caps := map[string]float64{"a": float64(10 + seed%7*15), "b": float64(20 + seed%5*10)}
+		var ds []Demand
+		for i := range 3 {
+			for j, n := range []string{"a", "b"} {
+				if (seed>>(i*2+j))&1 == 0 {
+					continue
+				}
+				want := inf
+				if (seed+i)%3 == 0 {
+					want = float64(1 + (seed*7+i)%40)
+				}
+				ds = append(ds, d("t"+string(rune('0'+i)), ClassGet, n, 1+(seed+j)%3, want))
+			}
+		}
+		for _, alg := range Algorithms {
+			got := alg.Allocate(Problem{Capacity: caps, Demands: ds, SLOs: slos})
+			sum := map[string]float64{}
+			for k, r := range got {
+				if r < 0 || math.IsNaN(r) {
+					t.Fatalf("seed %d %s: %v = %v", seed, alg.Name(), k, r)
+				}
+				sum[k.Node] += r
+			}
+			for n, s := range sum {
+				if s > caps[n]*(1+1e-9) {
+					t.Fatalf("seed %d %s: node %s given %v of %v", seed, alg.Name(), n, s, caps[n])
+				}
+			}
+		}
+	}
+}
+
+func TestAlgorithmByName(t *testing.T) {
+	for _, n := range []string{"crystal", "maxmin", "psfa"} {
+		if a, err := AlgorithmByName(n); err != nil || a.Name() != n {
+			t.Fatalf("%s: %v %v", n, a, err)
+		}
+	}
+	if _, err := AlgorithmByName("fifo"); err == nil {
+		t.Fatal("unknown algorithm accepted")
+	}
+}

@@ -1,0 +1,468 @@
+package qos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LimiterConfig configures a Limiter.
+type LimiterConfig struct {
+	// Node names this node in reports and assignments.
+	Node string
+	// Stage is where the limiter enforces (StageGateway by default).
+	Stage string
+	// Chunk is the largest piece of a stream paid for at once (default
+	// 64 KiB); it is the least burst of the byte buckets.
+	Chunk int64
+	// OpsQueue is how long an operation over its tenant's ops rate may
+	// wait for a token before it is refused with SlowDown (default 250 ms).
+	OpsQueue time.Duration
+	// SLOs gives tenants' SLOs for static local rates (limits) and ops
+	// rates; nil means none.
+	SLOs SLOSource
+	// Stale is how long the last assignment is kept once assignments stop
+	// arriving; after it, flows fall back to static local rates (their
+	// SLO limits). Default 10 s.
+	Stale time.Duration
+	// Capacity is this node's configured capacity in bytes/s, reported to
+	// the controller; 0 lets the controller estimate it.
+	Capacity float64
+	// Throttled, when set, is told how long each tenant's streams waited
+	// for tokens (facet_throttled_seconds_total), once per report.
+	Throttled func(tenant string, d time.Duration)
+	// Disabled passes everything through unmeasured: QoS off.
+	Disabled bool
+	Now      func() time.Time
+	Logger   *slog.Logger
+}
+
+// Limiter enforces the flows of one node: it admits operations through
+// each flow's ops bucket and shapes bytes through its byte bucket, at the
+// rates the global controller assigns (or static local rates without one).
+// It counts what each flow asked for and got, for the controller and the
+// /bw views. Safe for concurrent use.
+type Limiter struct {
+	cfg LimiterConfig
+	log *slog.Logger
+
+	mu         sync.RWMutex
+	flows      map[flowKey]*flow
+	assigned   map[flowKey]float64 // this node's rates from the controller
+	assignedAt time.Time           // when the last assignment message arrived
+	assigner   string              // the controller instance that sent it
+	seq        uint64
+	lastReport time.Time
+}
+
+type flowKey struct {
+	tenant string
+	class  Class
+}
+
+type flow struct {
+	key   flowKey
+	bytes *Bucket
+	ops   *Bucket
+
+	streams  atomic.Int64 // open now
+	peak     atomic.Int64 // most open at once this period
+	served   atomic.Int64 // bytes moved, cumulative
+	waitNs   atomic.Int64 // time streams waited for byte tokens, cumulative
+	opsDone  atomic.Int64 // admitted operations, cumulative
+	rejected atomic.Int64 // operations refused with SlowDown, cumulative
+
+	// Guarded by Limiter.mu (write): the rate in force and why, and the
+	// counters at the last report.
+	rate, opsRate float64
+	source        string
+	last          counters
+}
+
+type counters struct{ served, waitNs, ops, rejected int64 }
+
+// Rate sources, as reported.
+const (
+	SourceAssigned = "assigned" // the global controller's assignment
+	SourceStatic   = "static"   // the SLO's limit (no live controller)
+	SourceNone     = "none"     // unlimited
+)
+
+// NewLimiter returns a limiter with no flows.
+func NewLimiter(cfg LimiterConfig) *Limiter {
+	if cfg.Stage == "" {
+		cfg.Stage = StageGateway
+	}
+	if cfg.Chunk <= 0 {
+		cfg.Chunk = 64 << 10
+	}
+	if cfg.OpsQueue <= 0 {
+		cfg.OpsQueue = 250 * time.Millisecond
+	}
+	if cfg.Stale <= 0 {
+		cfg.Stale = 10 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Limiter{cfg: cfg, log: cfg.Logger, flows: map[flowKey]*flow{}, assigned: map[flowKey]float64{}, lastReport: cfg.Now()}
+}
+
+// Node is the node the limiter enforces on.
+func (l *Limiter) Node() string { return l.cfg.Node }
+
+// SlowDownError refuses an operation over its flow's ops rate.
+type SlowDownError struct {
+	Flow FlowID
+	// After is when a token will be there: the Retry-After.
+	After time.Duration
+}
+
+func (e *SlowDownError) Error() string {
+	return fmt.Sprintf("qos: %s over its operations rate; retry after %v", e.Flow, e.After)
+}
+
+// RetryAfter is how long the client should wait.
+func (e *SlowDownError) RetryAfter() time.Duration { return e.After }
+
+// Admit admits one operation of tenant's class: at once, after a brief
+// queue, or not at all (a *SlowDownError with the wait the ops bucket
+// computes). The returned Stream shapes the operation's bytes; call Done
+// when the operation ends.
+func (l *Limiter) Admit(ctx context.Context, tenant string, class Class) (*Stream, error) {
+	if l.cfg.Disabled {
+		return &Stream{ctx: ctx}, nil
+	}
+	f := l.flow(tenant, class)
+	wait, ok := f.ops.Reserve(1, l.cfg.OpsQueue)
+	if !ok {
+		f.rejected.Add(1)
+		return nil, &SlowDownError{Flow: l.id(f.key), After: wait}
+	}
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		f.waitNs.Add(int64(wait))
+	}
+	f.opsDone.Add(1)
+	n := f.streams.Add(1)
+	for {
+		p := f.peak.Load()
+		if n <= p || f.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	return &Stream{f: f, ctx: ctx, chunk: int(l.cfg.Chunk)}, nil
+}
+
+func (l *Limiter) id(k flowKey) FlowID {
+	return FlowID{Tenant: k.tenant, Class: k.class, Node: l.cfg.Node, Stage: l.cfg.Stage}
+}
+
+func (l *Limiter) flow(tenant string, class Class) *flow {
+	k := flowKey{tenant, class}
+	l.mu.RLock()
+	f := l.flows[k]
+	l.mu.RUnlock()
+	if f != nil {
+		return f
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f = l.flows[k]; f != nil {
+		return f
+	}
+	f = &flow{key: k, bytes: NewBucketClock(Unlimited, l.cfg.Chunk, l.cfg.Now), ops: NewBucketClock(Unlimited, 1, l.cfg.Now), rate: math.Inf(1), opsRate: math.Inf(1)}
+	l.flows[k] = f
+	l.applyLocked(f, l.cfg.Now())
+	return f
+}
+
+// applyLocked sets f's rates from the assignment in force or the static
+// local rates.
+func (l *Limiter) applyLocked(f *flow, now time.Time) {
+	var slo SLO
+	if l.cfg.SLOs != nil {
+		slo, _ = l.cfg.SLOs.SLO(f.key.tenant)
+	}
+	rate, source := slo.LimitOf(f.key.class), SourceStatic
+	live := !l.assignedAt.IsZero() && now.Sub(l.assignedAt) <= l.cfg.Stale
+	if a, ok := l.assigned[f.key]; ok && live {
+		rate, source = a, SourceAssigned
+	}
+	if math.IsInf(rate, 1) {
+		source = SourceNone
+	}
+	if changed(f.rate, rate) {
+		f.bytes.SetRate(rate)
+		f.rate = rate
+	}
+	f.source = source
+	ops := math.Inf(1)
+	if slo.Ops > 0 {
+		ops = slo.Ops
+	}
+	if changed(f.opsRate, ops) {
+		f.ops.SetRate(ops)
+		f.opsRate = ops
+	}
+}
+
+// changed reports a rate change worth waking waiters for (0.5%).
+func changed(old, new float64) bool {
+	if math.IsInf(old, 1) || math.IsInf(new, 1) {
+		return math.IsInf(old, 1) != math.IsInf(new, 1)
+	}
+	return math.Abs(new-old) > 0.005*math.Max(old, 1)
+}
+
+// Refresh re-applies rates to every flow: SLOs may have changed, or the
+// assignment may have gone stale. Report calls it every period.
+func (l *Limiter) Refresh() {
+	if l.cfg.Disabled {
+		return
+	}
+	now := l.cfg.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range l.flows {
+		l.applyLocked(f, now)
+	}
+}
+
+// Rates is one node's share of a controller's assignments: bytes/s per
+// tenant and class.
+type Rates map[string]map[Class]float64
+
+// Apply installs a new assignment for this node from controller instance
+// inst (message seq). A flow the assignment does not name runs at its
+// static local rate.
+func (l *Limiter) Apply(inst string, seq uint64, rates Rates) {
+	if l.cfg.Disabled {
+		return
+	}
+	now := l.cfg.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if inst == l.assigner && seq < l.seq {
+		return // a late message of the same run
+	}
+	l.assigner, l.seq, l.assignedAt = inst, seq, now
+	clear(l.assigned)
+	for tenant, cs := range rates {
+		for c, r := range cs {
+			l.assigned[flowKey{tenant, c}] = r
+		}
+	}
+	for _, f := range l.flows {
+		l.applyLocked(f, now)
+	}
+}
+
+// Stream is one admitted operation. Its Reader and Writer shape the bytes
+// it moves through its flow's byte bucket; bytes over the rate are
+// delayed, never failed.
+type Stream struct {
+	f     *flow // nil when QoS is off
+	ctx   context.Context
+	chunk int
+	done  atomic.Bool
+}
+
+// Done ends the operation. It may be called more than once.
+func (s *Stream) Done() {
+	if s.f != nil && s.done.CompareAndSwap(false, true) {
+		s.f.streams.Add(-1)
+	}
+}
+
+// WaitBytes pays for n bytes moved outside Reader/Writer (background
+// work, block I/O), waiting as the flow's rate requires.
+func (s *Stream) WaitBytes(ctx context.Context, n int64) error {
+	if s.f == nil {
+		return nil
+	}
+	if s.f.bytes.unlimited.Load() {
+		s.f.served.Add(n)
+		return nil
+	}
+	t0 := time.Now()
+	err := s.f.bytes.WaitN(ctx, n)
+	s.f.waitNs.Add(int64(time.Since(t0)))
+	if err == nil {
+		s.f.served.Add(n)
+	}
+	return err
+}
+
+// Reader shapes r: each read is paid for before it is returned.
+func (s *Stream) Reader(r io.Reader) io.Reader {
+	if s.f == nil {
+		return r
+	}
+	return &shapedReader{s: s, r: r}
+}
+
+// Writer shapes w: each write is paid for, a chunk at a time, before it
+// is passed on.
+func (s *Stream) Writer(w io.Writer) io.Writer {
+	if s.f == nil {
+		return w
+	}
+	return &shapedWriter{s: s, w: w}
+}
+
+type shapedReader struct {
+	s *Stream
+	r io.Reader
+}
+
+func (r *shapedReader) Read(p []byte) (int, error) {
+	if len(p) > r.s.chunk {
+		p = p[:r.s.chunk]
+	}
+	n, err := r.r.Read(p)
+	if n > 0 {
+		if werr := r.s.WaitBytes(r.s.ctx, int64(n)); werr != nil {
+			return n, werr
+		}
+	}
+	return n, err
+}
+
+type shapedWriter struct {
+	s *Stream
+	w io.Writer
+}
+
+func (w *shapedWriter) Write(p []byte) (int, error) {
+	var written int
+	for len(p) > 0 {
+		piece := p[:min(len(p), w.s.chunk)]
+		if err := w.s.WaitBytes(w.s.ctx, int64(len(piece))); err != nil {
+			return written, err
+		}
+		n, err := w.w.Write(piece)
+		written += n
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
+}
+
+// ErrDisabled is returned by calls that need enforcement when QoS is off.
+var ErrDisabled = errors.New("qos: disabled")
+
+// FlowStatus is one flow's state over the last report period.
+type FlowStatus struct {
+	Tenant string `json:"tenant"`
+	Class  Class  `json:"class"`
+	// Rate is the byte rate in force (0: unlimited) and Source why.
+	Rate    float64 `json:"rate"`
+	Source  string  `json:"source"`
+	OpsRate float64 `json:"ops_rate"` // 0: unlimited
+	// Streams is the most streams open at once in the period; Active
+	// those open now.
+	Streams int `json:"streams"`
+	Active  int `json:"active"`
+	// Served is bytes/s moved; Waited the seconds streams spent waiting
+	// for tokens (summed over streams); Ops and Rejected per second.
+	Served   float64 `json:"served"`
+	Waited   float64 `json:"waited"`
+	Ops      float64 `json:"ops"`
+	Rejected float64 `json:"rejected"`
+}
+
+// NodeReport is a node's flows over one period: what the controller reads
+// demand and usage from, and what the /bw views show. Published as JSON on
+// ReportSubject(node).
+type NodeReport struct {
+	V     int    `json:"v"`
+	Node  string `json:"node"`
+	Stage string `json:"stage"`
+	// Capacity is the configured capacity in bytes/s; 0 when the
+	// controller should estimate it.
+	Capacity float64      `json:"capacity,omitempty"`
+	Time     time.Time    `json:"time"`
+	PeriodMS int64        `json:"period_ms"`
+	Flows    []FlowStatus `json:"flows"`
+	// Assigner and Seq identify the assignment in force ("" when none is
+	// live: static local rates).
+	Assigner string `json:"assigner,omitempty"`
+	Seq      uint64 `json:"seq,omitempty"`
+}
+
+// ReportVersion is NodeReport's version.
+const ReportVersion = 1
+
+// Report closes the current period: it refreshes rates, and returns every
+// flow's rates over the period since the previous Report. Flows idle for
+// the whole period and without streams are dropped from the limiter.
+func (l *Limiter) Report() NodeReport {
+	now := l.cfg.Now()
+	rep := NodeReport{V: ReportVersion, Node: l.cfg.Node, Stage: l.cfg.Stage, Capacity: l.cfg.Capacity, Time: now.UTC(), Flows: []FlowStatus{}}
+	if l.cfg.Disabled {
+		return rep
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	dt := now.Sub(l.lastReport).Seconds()
+	rep.PeriodMS = now.Sub(l.lastReport).Milliseconds()
+	l.lastReport = now
+	if dt <= 0 {
+		dt = 1e-9
+	}
+	if !l.assignedAt.IsZero() && now.Sub(l.assignedAt) <= l.cfg.Stale {
+		rep.Assigner, rep.Seq = l.assigner, l.seq
+	}
+	for k, f := range l.flows {
+		l.applyLocked(f, now)
+		c := counters{served: f.served.Load(), waitNs: f.waitNs.Load(), ops: f.opsDone.Load(), rejected: f.rejected.Load()}
+		d := counters{c.served - f.last.served, c.waitNs - f.last.waitNs, c.ops - f.last.ops, c.rejected - f.last.rejected}
+		f.last = c
+		active := f.streams.Load()
+		peak := f.peak.Swap(active)
+		if d == (counters{}) && active == 0 && peak == 0 {
+			delete(l.flows, k)
+			continue
+		}
+		if d.waitNs > 0 && l.cfg.Throttled != nil {
+			l.cfg.Throttled(k.tenant, time.Duration(d.waitNs))
+		}
+		rep.Flows = append(rep.Flows, FlowStatus{
+			Tenant: k.tenant, Class: k.class, Rate: finite(f.rate), Source: f.source, OpsRate: finite(f.opsRate),
+			Streams: int(peak), Active: int(active),
+			Served: float64(d.served) / dt, Waited: float64(d.waitNs) / 1e9, Ops: float64(d.ops) / dt, Rejected: float64(d.rejected) / dt,
+		})
+	}
+	slices.SortFunc(rep.Flows, func(a, b FlowStatus) int {
+		return strings.Compare(a.Tenant+"/"+string(a.Class), b.Tenant+"/"+string(b.Class))
+	})
+	return rep
+}
+
+// finite maps +Inf (unlimited) to 0 for JSON.
+func finite(f float64) float64 {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0
+	}
+	return f
+}
