@@ -20,5 +20,6 @@ func NewRoot() *cobra.Command {
 	root.AddCommand(newServeCommand(), newBenchCommand(), ctl.NewCommand())
 	root.AddCommand(newBusCommand())
 	root.AddCommand(newControllerCommand())
+	root.AddCommand(newGatewayCommand())
 	return root
 }

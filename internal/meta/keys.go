@@ -178,6 +178,11 @@ func (s *Store) forget(accessKeys ...string) {
 	s.gen++
 }
 
+// ForgetAccessKeys drops access keys from the secret cache, so that the
+// next lookup reads the store: a cache in front of a shared store calls it
+// when another node revoked a key.
+func (s *Store) ForgetAccessKeys(accessKeys ...string) { s.forget(accessKeys...) }
+
 // LookupAccessKey resolves an access key to its tenant and plaintext secret
 // for SigV4 verification. Unknown and revoked keys fail with an error
 // wrapping s3api.ErrUnknownAccessKey.

@@ -78,13 +78,20 @@ func RunController(ctx context.Context, opts ControllerOptions, logger *slog.Log
 		return fmt.Errorf("bus and workload metrics: %w", err)
 	}
 	defer work.close()
-	policies := control.New(control.Config{Store: store, Registry: filter.NewBuiltinRegistry(), Logger: logger, Metrics: work.reg.PolicyMetrics})
+	// Decisions are announced on the bus so that gateways apply them at
+	// once; changes made through the gateways' admin API reach this
+	// process the same way.
+	fleet := newFleetSync(opts.ID, store, nil, work.bus, nil, logger)
+	policies := control.New(control.Config{Store: announcingStore{Store: store, sync: fleet}, Registry: filter.NewBuiltinRegistry(), Logger: logger, Metrics: work.reg.PolicyMetrics})
+	fleet.policies = policies
 	if err := policies.Reload(ctx); err != nil {
 		return fmt.Errorf("load policies: %w", err)
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go policies.Run(ctx)
+	if err := fleet.start(ctx); err != nil {
+		return fmt.Errorf("policy sync: %w", err)
+	}
 
 	role := &controllerRole{id: opts.ID, ttl: opts.LeaseTTL, store: store, policies: policies, feed: work.feed(), log: logger}
 	var adminSrv *http.Server
@@ -266,4 +273,3 @@ func (r *controllerRole) handler(token string) http.Handler {
 	})
 	return mux
 }
-

@@ -10,11 +10,14 @@ import (
 // reloadingStore is the metadata store as the admin API sees it: every
 // successful change that the policy table depends on (policies, groups,
 // data keys, tenants) rebuilds the table before the call returns, so the
-// next request on this node sees it. Other nodes see it at their next poll
-// of the change version.
+// next request on this node sees it; then the fleet is told on the bus
+// (the other nodes' poll of the change version is the safety net). Key
+// revocations and tenant deletions are dropped from every node's
+// credential cache the same way.
 type reloadingStore struct {
 	*meta.Store
 	reload func(ctx context.Context) error
+	fleet  *fleetSync
 	log    *slog.Logger
 }
 
@@ -23,6 +26,15 @@ func (s reloadingStore) after(ctx context.Context, err error) error {
 		if rerr := s.reload(ctx); rerr != nil {
 			s.log.Warn("policy table reload after a change failed; the poll will retry", "err", rerr)
 		}
+		s.fleet.announceVersion(ctx)
+	}
+	return err
+}
+
+func (s reloadingStore) RevokeKey(ctx context.Context, tenant, accessKey string) error {
+	err := s.Store.RevokeKey(ctx, tenant, accessKey)
+	if err == nil {
+		s.fleet.invalidate(InvalidateMsg{Keys: []string{accessKey}})
 	}
 	return err
 }
@@ -33,7 +45,11 @@ func (s reloadingStore) CreateTenantWithKey(ctx context.Context, name string) (m
 }
 
 func (s reloadingStore) DeleteTenant(ctx context.Context, name string) error {
-	return s.after(ctx, s.Store.DeleteTenant(ctx, name))
+	err := s.Store.DeleteTenant(ctx, name)
+	if err == nil {
+		s.fleet.invalidate(InvalidateMsg{Tenants: []string{name}})
+	}
+	return s.after(ctx, err)
 }
 
 func (s reloadingStore) RotateDataKey(ctx context.Context, tenant string) (meta.DataKeys, error) {

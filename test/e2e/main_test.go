@@ -116,28 +116,35 @@ func tryStart(t *testing.T, dataDir, token string, env []string) (*server, error
 		token:     token,
 		done:      make(chan struct{}),
 	}
-	logDir := t.TempDir()
-	logf, err := os.CreateTemp(logDir, "facet-serve-*.log")
-	if err != nil {
-		return nil, err
-	}
-	outf, err := os.CreateTemp(logDir, "facet-serve-*.out")
-	if err != nil {
-		logf.Close()
-		return nil, err
-	}
-	s.logPath, s.outPath = logf.Name(), outf.Name()
 	args := []string{"serve", "--data", dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr}
 	if token != "" {
 		args = append(args, "--admin-token", token)
 	}
+	return s, s.launch(args, env)
+}
+
+// launch starts facet with args (a role that serves S3 and admin on
+// s.s3Addr and s.adminAddr) and waits until /healthz answers.
+func (s *server) launch(args, env []string) error {
+	t := s.t
+	logDir := t.TempDir()
+	logf, err := os.CreateTemp(logDir, "facet-"+args[0]+"-*.log")
+	if err != nil {
+		return err
+	}
+	outf, err := os.CreateTemp(logDir, "facet-"+args[0]+"-*.out")
+	if err != nil {
+		logf.Close()
+		return err
+	}
+	s.logPath, s.outPath = logf.Name(), outf.Name()
 	s.cmd = exec.Command(facetBin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = outf, logf
 	s.cmd.Env = append(os.Environ(), env...)
 	if err := s.cmd.Start(); err != nil {
 		logf.Close()
 		outf.Close()
-		return nil, err
+		return err
 	}
 	go func() {
 		s.waitErr = s.cmd.Wait()
@@ -148,9 +155,9 @@ func tryStart(t *testing.T, dataDir, token string, env []string) (*server, error
 	t.Cleanup(s.cleanup)
 	if err := s.waitHealthy(startupTimeout); err != nil {
 		s.kill9()
-		return nil, fmt.Errorf("%w; log:\n%s", err, s.logTail(40))
+		return fmt.Errorf("%w; log:\n%s", err, s.logTail(40))
 	}
-	return s, nil
+	return nil
 }
 
 func (s *server) waitHealthy(timeout time.Duration) error {

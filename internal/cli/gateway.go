@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/facet-sds/facet/internal/server"
+)
+
+func newGatewayCommand() *cobra.Command {
+	var (
+		opts       server.Options
+		configPath string
+		logLevel   string
+	)
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Run a stateless S3 gateway of a fleet: metadata in Redis, objects in an S3 store, messages on NATS",
+		Long: "A gateway keeps nothing of its own: any number run side by side behind a load balancer. It refuses to start\n" +
+			"unless --meta, --backend and --bus name the fleet's shared stores, the admin token is given and the master key\n" +
+			"comes from FACET_MASTER_KEY or --master-key-file. Controllers run as `facet controller`.",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd.Flags(), configPath, os.Getenv); err != nil {
+				return err
+			}
+			logger, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			opts.Out = cmd.OutOrStdout()
+			return server.RunGateway(cmd.Context(), opts, logger)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configPath, "config", os.Getenv("FACET_CONFIG"), "optional YAML config file (keys are flag names)")
+	f.StringVar(&opts.MetaURL, "meta", "", "the fleet's metadata store: redis://HOST:PORT/DB (required)")
+	f.StringVar(&opts.BusURL, "bus", "", "the fleet's NATS bus: nats://host:4222, comma-separated for a cluster (required)")
+	f.StringVar(&opts.BackendURL, "backend", "", "the fleet's object store: s3://ACCESS:SECRET@host:port/bucket[/prefix]?region=..&tls=false (required; credentials also from FACET_BACKEND_ACCESS_KEY/FACET_BACKEND_SECRET_KEY)")
+	f.StringVar(&opts.MasterKeyFile, "master-key-file", "", "file holding the fleet's master key (raw 32 bytes or base64), read when FACET_MASTER_KEY is unset")
+	requestFlags(f, &opts, &logLevel)
+	return cmd
+}
+
+// requestFlags are the flags of the roles that serve S3 requests (serve
+// and gateway): listeners, the admin token, metrics and shutdown.
+func requestFlags(f *pflag.FlagSet, opts *server.Options, logLevel *string) {
+	f.StringVar(&opts.S3Addr, "s3-addr", "127.0.0.1:9000", "S3 API listen address")
+	f.StringVar(&opts.AdminAddr, "admin-addr", "127.0.0.1:9001", "admin API listen address")
+	f.StringVar(&opts.AdminToken, "admin-token", "", "admin bearer token (serve generates and prints one when unset; prefer FACET_ADMIN_TOKEN)")
+	f.StringVar(&opts.Region, "region", "us-east-1", "region reported to S3 clients")
+	f.StringSliceVar(&opts.Domains, "domain", []string{"localhost"}, "base domains for virtual-host style requests (<bucket>.<domain>)")
+	f.StringVar(logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGTERM")
+	f.StringVar(&opts.MetricsToken, "metrics-token", "", "bearer token for the admin listener's /metrics only (the admin token works there too); prefer FACET_METRICS_TOKEN")
+	f.BoolVar(&opts.MetricsBucketLabels, "metrics-bucket-labels", false, "add bucket labels to the Prometheus request and byte counters (one series set per bucket)")
+	f.StringVar(&opts.Node, "node", "", "this gateway's name in workload-metric samples (default: host name and a random suffix)")
+	f.DurationVar(&opts.MetricsPeriod, "metrics-period", time.Second, "workload-metric period: each node publishes one sample per metric per period")
+	f.BoolVar(&opts.NoWorkloadMetrics, "no-workload-metrics", false, "do not measure requests for dynamic policies (their controllers then hold)")
+}

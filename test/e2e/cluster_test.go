@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// A fleet (issue 9): redis-server, `facet bus`, versitygw as the object
+// store, two `facet controller`s and two stateless `facet gateway`s, every
+// one a separate process. One test, in phases, so the fleet starts once.
+
+// backendSize is the size of the object the fleet stored for bucket/key,
+// read directly from the backend.
+func (c *cluster) backendSize(t *testing.T, bucket, key string) int64 {
+	t.Helper()
+	k := "fleet/" + bucket + "/" + key
+	out, err := c.backend.Client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: &c.backend.Bucket, Key: &k})
+	if err != nil {
+		t.Fatalf("backend HEAD %s: %v", k, err)
+	}
+	return aws.ToInt64(out.ContentLength)
+}
+
+// eventually retries check until it returns nil, failing after limit. It
+// asserts that something happens, not how fast.
+func eventually(t *testing.T, limit time.Duration, what string, check func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		err := check()
+		if err == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("%s: still not after %v: %v", what, limit, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCluster(t *testing.T) {
+	c := startCluster(t, clusterOptions{Gateways: 2, Controllers: 2})
+	gw1, gw2 := c.gw[0], c.gw[1]
+	c.controllers[0].waitLease("held")
+
+	tenant := "fleet" + randHex(3)
+	cr := gw1.createTenant(t, tenant)
+	cl1, cl2 := gw1.sdk(cr), gw2.sdk(cr)
+	bucket := "fleet-" + randHex(4)
+	mkBucket(t, cl2, bucket) // created on gateway 2, known to gateway 1 by the shared store
+
+	t.Run("policy set on gateway 1 applies to writes through gateway 2", func(t *testing.T) {
+		before := gw2.policyVersion(t)
+		gw1.policyAdd(t, "FOR TENANT "+tenant+" DO SET compression")
+		took := eventually(t, 30*time.Second, "gateway 2 loads the policy table gateway 1 changed", func() error {
+			if v := gw2.policyVersion(t); v <= before {
+				return fmt.Errorf("gateway 2 policy table version %v", v)
+			}
+			return nil
+		})
+		t.Logf("gateway 2 had the new policy table %v after gateway 1's admin call returned", took.Round(time.Millisecond))
+		body := logText("fleet", 256<<10)
+		putBytes(t, cl2, bucket, "doc.log", body)
+		if stored := c.backendSize(t, bucket, "doc.log"); stored >= int64(len(body)) {
+			t.Fatalf("the backend holds %d bytes for a %d-byte compressible object: not compressed", stored, len(body))
+		}
+		for i, cl := range []*s3.Client{cl1, cl2} {
+			if got, _ := getBytes(t, cl, bucket, "doc.log"); !bytes.Equal(got, body) {
+				t.Fatalf("GET through gateway %d returned %d bytes, not what was written", i+1, len(got))
+			}
+		}
+	})
+
+	t.Run("a key revoked on gateway 1 is refused by gateway 2", func(t *testing.T) {
+		var extra creds
+		out, err := gw1.ctl(t, "key", "create", tenant, "-o", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out, &extra); err != nil {
+			t.Fatal(err)
+		}
+		extra.Tenant = tenant
+		cx := gw2.sdk(extra)
+		if _, err := cx.HeadBucket(t.Context(), &s3.HeadBucketInput{Bucket: &bucket}); err != nil {
+			t.Fatalf("a new key does not work on gateway 2: %v", err)
+		}
+		if _, err := gw1.ctl(t, "key", "revoke", tenant, extra.AccessKey); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "gateway 2 refuses the revoked key", func() error {
+			_, err := cx.HeadBucket(t.Context(), &s3.HeadBucketInput{Bucket: &bucket})
+			if err == nil {
+				return errors.New("HEAD bucket still succeeds")
+			}
+			return nil
+		})
+	})
+
+	t.Run("the standby controller takes over from a killed one and a dynamic policy triggers", func(t *testing.T) {
+		dyn := "dyn" + randHex(3)
+		dcr := gw1.createTenant(t, dyn)
+		dcl := gw2.sdk(dcr)
+		dbucket := "dyn-" + randHex(4)
+		mkBucket(t, dcl, dbucket)
+		active := c.activeController()
+		if active == nil {
+			t.Fatal("no controller holds the lease")
+		}
+		active.kill9()
+		var next *controllerProc
+		eventually(t, 30*time.Second, "a standby controller takes the lease", func() error {
+			if next = c.activeController(); next == nil {
+				return errors.New("no holder")
+			}
+			return nil
+		})
+		pid := gw1.policyAdd(t, "FOR TENANT "+dyn+" WHEN put_ops > 3 DO SET compression TRANSIENT")[0].ID
+		body := func(n int) []byte { return logText(fmt.Sprintf("d%d", n), 64<<10) }
+		n := 0
+		eventually(t, 60*time.Second, "the dynamic policy compresses new objects through gateway 2", func() error {
+			// ~6 PUT/s for a second, then look at what the backend got.
+			for end := time.Now().Add(time.Second); time.Now().Before(end); {
+				n++
+				putBytes(t, dcl, dbucket, fmt.Sprintf("k%05d", n), body(n))
+				time.Sleep(150 * time.Millisecond)
+			}
+			if stored := c.backendSize(t, dbucket, fmt.Sprintf("k%05d", n)); stored >= int64(len(body(n))) {
+				return fmt.Errorf("latest object stored in %d bytes (policy %s)", stored, gw1.policyByID(t, pid).State)
+			}
+			return nil
+		})
+		if st, _ := next.status(); len(st.Controllers) != 1 {
+			t.Errorf("the new lease holder runs %d controllers; want 1: %+v", len(st.Controllers), st)
+		}
+	})
+
+	t.Run("redis down for 10 s under load: no failed request, recovery after", func(t *testing.T) {
+		// Existing objects to read, existing bucket to write.
+		for i := range 8 {
+			putBytes(t, cl1, bucket, fmt.Sprintf("warm-%d", i), logText(fmt.Sprintf("w%d", i), 8<<10))
+		}
+		ctx, stop := context.WithCancel(t.Context())
+		var ok, failed atomic.Int64
+		var firstErr atomic.Value
+		var wg sync.WaitGroup
+		for w := range 4 {
+			cl := []*s3.Client{cl1, cl2}[w%2]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ctx.Err() == nil; i++ {
+					var err error
+					if i%2 == 0 {
+						key := fmt.Sprintf("warm-%d", i%8)
+						var out *s3.GetObjectOutput
+						out, err = cl.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+						if err == nil {
+							_, err = bytesRead(out)
+						}
+					} else {
+						key := fmt.Sprintf("load-%d-%d", w, i)
+						_, err = cl.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(logText(key, 4<<10))})
+					}
+					switch {
+					case err == nil:
+						ok.Add(1)
+					case ctx.Err() != nil:
+					default:
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, err)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}()
+		}
+		time.Sleep(time.Second)
+		c.redis.stop()
+		downAt := time.Now()
+		eventually(t, 30*time.Second, "gateway 1 reports the store down in /metrics", func() error {
+			if v, ok := gw1.metricValue(t, "facet_meta_up"); !ok || v != 0 {
+				return fmt.Errorf("facet_meta_up %v (present %v)", v, ok)
+			}
+			return nil
+		})
+		during := ok.Load()
+		time.Sleep(10*time.Second - time.Since(downAt))
+		during = ok.Load() - during
+		c.redis.restart()
+		eventually(t, 30*time.Second, "both gateways report the store up again", func() error {
+			for i, g := range c.gw {
+				if v, ok := g.metricValue(t, "facet_meta_up"); !ok || v != 1 {
+					return fmt.Errorf("gateway %d facet_meta_up %v", i+1, v)
+				}
+			}
+			return nil
+		})
+		time.Sleep(500 * time.Millisecond)
+		stop()
+		wg.Wait()
+		if n := failed.Load(); n != 0 {
+			t.Fatalf("%d of %d requests failed during the outage; first: %v", n, n+ok.Load(), firstErr.Load())
+		}
+		if during == 0 {
+			t.Fatal("no request was served while redis was down")
+		}
+		t.Logf("%d requests served, %d of them while redis was down, none failed", ok.Load(), during)
+		for i, g := range c.gw {
+			if !bytes.Contains(g.logBytes(), []byte("metadata store unreachable")) || bytes.Count(g.logBytes(), []byte("metadata store unreachable")) != 1 {
+				t.Errorf("gateway %d logged the outage %d times; want once", i+1, bytes.Count(g.logBytes(), []byte("metadata store unreachable")))
+			}
+		}
+		// Recovery: new metadata works again.
+		nb := "after-" + randHex(4)
+		mkBucket(t, cl1, nb)
+		putBytes(t, cl2, nb, "x", []byte("x"))
+	})
+}
+
+func bytesRead(out *s3.GetObjectOutput) (int64, error) {
+	defer out.Body.Close()
+	var b bytes.Buffer
+	return b.ReadFrom(out.Body)
+}
