@@ -143,7 +143,12 @@ type GlobalConfig struct {
 	Publisher Publisher
 	Clock     Clock         // default SystemClock
 	Period    time.Duration // default 1 s
-	Logger    *slog.Logger
+	// Refresh republishes unchanged assignments this often, so that
+	// consumers can tell a live controller from a silent one (the
+	// bandwidth controller's gateways fall back to static rates without
+	// it); 0 publishes on change only.
+	Refresh time.Duration
+	Logger  *slog.Logger
 }
 
 // GlobalRunner runs a GlobalController every period and publishes its
@@ -155,12 +160,13 @@ type GlobalRunner struct {
 	log      *slog.Logger
 	instance string
 
-	mu        sync.Mutex
-	published Assignments // nil until the first publication
-	seq       uint64
-	lastEval  time.Time
-	lastErr   string
-	samples   []Sample // the merged samples of the last snapshot
+	mu          sync.Mutex
+	published   Assignments // nil until the first publication
+	publishedAt time.Time
+	seq         uint64
+	lastEval    time.Time
+	lastErr     string
+	samples     []Sample // the merged samples of the last snapshot
 }
 
 // NewGlobalRunner returns a runner for c.
@@ -235,9 +241,10 @@ func (r *GlobalRunner) step(ctx context.Context) error {
 	as = as.canonical()
 	r.mu.Lock()
 	same := r.published != nil && slices.Equal(as, r.published)
+	fresh := r.cfg.Refresh <= 0 || r.cfg.Clock.Now().Sub(r.publishedAt) < r.cfg.Refresh
 	seq := r.seq + 1
 	r.mu.Unlock()
-	if same {
+	if same && fresh {
 		return nil
 	}
 	msg := AssignmentMessage{V: AssignmentVersion, Controller: r.c.Name(), Instance: r.instance, Seq: seq, Time: r.cfg.Clock.Now().UTC(), Assignments: as}
@@ -250,9 +257,11 @@ func (r *GlobalRunner) step(ctx context.Context) error {
 		return fmt.Errorf("publish: %w", err)
 	}
 	r.mu.Lock()
-	r.published, r.seq = as, seq
+	r.published, r.seq, r.publishedAt = as, seq, r.cfg.Clock.Now()
 	r.mu.Unlock()
-	r.log.Info("assignments published", "seq", seq, "assignments", len(as))
+	if !same {
+		r.log.Info("assignments published", "seq", seq, "assignments", len(as))
+	}
 	return nil
 }
 

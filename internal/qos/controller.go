@@ -1,0 +1,199 @@
+package qos
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/facet-sds/facet/internal/controller"
+)
+
+// BandwidthConfig configures the global bandwidth controller.
+type BandwidthConfig struct {
+	// Algorithm divides capacity; Crystal when nil.
+	Algorithm Algorithm
+	// SLOs loads the fleet's SLOs once per period; nil means none.
+	SLOs func(ctx context.Context) (SLOSource, error)
+	// Capacity is a node's capacity in bytes/s when the node reports none;
+	// 0 estimates it from saturation.
+	Capacity float64
+	// Threshold is the relative change under which a flow's rate is left
+	// as published (default 0.05): assignments go out only on real change.
+	Threshold float64
+	// Throttled is the share of a period a flow's streams must have waited
+	// for tokens to count as wanting more than it got (default 0.02).
+	Throttled float64
+	// MinWant is the demand of a flow with open streams that moved few
+	// bytes (default 256 KiB/s).
+	MinWant float64
+}
+
+// Bandwidth is the global bandwidth controller: each period it turns the
+// fleet's reports (demand and usage per node and flow, capacity per node)
+// and the SLOs into per-node rates with its Algorithm. Run it under a
+// controller.GlobalRunner on the Fleet's snapshots.
+type Bandwidth struct {
+	cfg BandwidthConfig
+
+	mu   sync.Mutex
+	last Allocation
+}
+
+var _ controller.GlobalController = (*Bandwidth)(nil)
+
+// NewBandwidth returns the controller.
+func NewBandwidth(cfg BandwidthConfig) *Bandwidth {
+	if cfg.Algorithm == nil {
+		cfg.Algorithm = Crystal{}
+	}
+	if cfg.Threshold <= 0 {
+		cfg.Threshold = 0.05
+	}
+	if cfg.Throttled <= 0 {
+		cfg.Throttled = 0.02
+	}
+	if cfg.MinWant <= 0 {
+		cfg.MinWant = 256 << 10
+	}
+	return &Bandwidth{cfg: cfg, last: Allocation{}}
+}
+
+// Name implements controller.GlobalController.
+func (b *Bandwidth) Name() string { return ControllerName }
+
+// Algorithm is the algorithm in use.
+func (b *Bandwidth) Algorithm() Algorithm { return b.cfg.Algorithm }
+
+// Reconcile implements controller.GlobalController.
+func (b *Bandwidth) Reconcile(ctx context.Context, snap controller.MetricSnapshot) (controller.Assignments, error) {
+	var slos SLOSource = SLOMap{}
+	if b.cfg.SLOs != nil {
+		s, err := b.cfg.SLOs(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("load SLOs: %w", err)
+		}
+		slos = s
+	}
+	p := ProblemFromSnapshot(snap, b.cfg)
+	p.SLOs = slos
+	alloc := b.cfg.Algorithm.Allocate(p)
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	next := Allocation{}
+	out := controller.Assignments{}
+	for k, r := range alloc {
+		if old, ok := b.last[k]; ok && math.Abs(r-old) <= b.cfg.Threshold*old {
+			r = old // under the threshold: keep what the nodes have
+		}
+		next[k] = r
+		if math.IsInf(r, 1) {
+			continue // unassigned: the node runs it at its static rate
+		}
+		out = append(out, controller.Assignment{Node: k.Node, Target: "tenant:" + k.Tenant, Key: k.Class.Key(), Value: math.Round(r)})
+	}
+	b.last = next
+	return out, nil
+}
+
+// ProblemFromSnapshot reads capacities and demands from a Fleet snapshot.
+// A flow wants more than it got (+Inf) when its streams waited for tokens
+// for more than cfg.Throttled of the period; otherwise it wants a quarter
+// more than it moved, at least cfg.MinWant while it has streams open.
+func ProblemFromSnapshot(snap controller.MetricSnapshot, cfg BandwidthConfig) Problem {
+	if cfg.Throttled <= 0 {
+		cfg.Throttled = 0.02
+	}
+	if cfg.MinWant <= 0 {
+		cfg.MinWant = 256 << 10
+	}
+	type nodeInfo struct{ capacity, estimate, period float64 }
+	nodes := map[string]*nodeInfo{}
+	type flowInfo struct{ streams, served, waited float64 }
+	flows := map[UnitKey]*flowInfo{}
+	var order []UnitKey
+	for _, s := range snap.Samples {
+		if s.Node == "" {
+			continue
+		}
+		if strings.HasPrefix(s.Target, "node:") {
+			n := nodes[s.Node]
+			if n == nil {
+				n = &nodeInfo{}
+				nodes[s.Node] = n
+			}
+			switch s.Metric {
+			case metricCapacity:
+				n.capacity = s.Value
+			case metricEstimated:
+				n.estimate = s.Value
+			case metricPeriod:
+				n.period = s.Value
+			}
+			continue
+		}
+		tenant, ok := strings.CutPrefix(s.Target, "tenant:")
+		if !ok {
+			continue
+		}
+		rest, ok := strings.CutPrefix(s.Metric, "qos_")
+		if !ok {
+			continue
+		}
+		cls, what, ok := strings.Cut(rest, "_")
+		if !ok {
+			continue
+		}
+		c, err := ParseClass(cls)
+		if err != nil {
+			continue
+		}
+		k := UnitKey{tenant, c, s.Node}
+		f := flows[k]
+		if f == nil {
+			f = &flowInfo{}
+			flows[k] = f
+			order = append(order, k)
+		}
+		switch what {
+		case "streams":
+			f.streams = s.Value
+		case "served":
+			f.served = s.Value
+		case "waited":
+			f.waited = s.Value
+		}
+	}
+	p := Problem{Capacity: map[string]float64{}}
+	for name, n := range nodes {
+		switch {
+		case n.capacity > 0:
+			p.Capacity[name] = n.capacity
+		case cfg.Capacity > 0:
+			p.Capacity[name] = cfg.Capacity
+		case n.estimate > 0:
+			p.Capacity[name] = n.estimate
+		}
+	}
+	for _, k := range order {
+		f := flows[k]
+		if f.streams == 0 && f.served == 0 {
+			continue
+		}
+		period := 0.5
+		if n := nodes[k.Node]; n != nil && n.period > 0 {
+			period = n.period
+		}
+		want := f.served * 1.25
+		if f.streams > 0 {
+			want = math.Max(want, cfg.MinWant)
+		}
+		if f.waited > cfg.Throttled*period*math.Max(f.streams, 1) {
+			want = math.Inf(1)
+		}
+		p.Demands = append(p.Demands, Demand{Tenant: k.Tenant, Class: k.Class, Node: k.Node, Streams: int(f.streams), Want: want})
+	}
+	return p
+}

@@ -1,0 +1,282 @@
+package qos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/facet-sds/facet/internal/bus"
+	"github.com/facet-sds/facet/internal/controller"
+)
+
+// ControllerName is the global bandwidth controller's name: its
+// assignments go out on controller.AssignmentSubject(ControllerName).
+const ControllerName = "bandwidth"
+
+// ReportSubject is where node publishes its NodeReport every period.
+func ReportSubject(node string) string { return "facet.qos.report." + bus.EscapeToken(node) }
+
+// reportPattern matches every node's reports.
+const reportPattern = "facet.qos.report.*"
+
+// Agent is a gateway's side of the fleet: every period it publishes its
+// limiter's report, and it applies the bandwidth controller's
+// assignments for its node as they arrive.
+type Agent struct {
+	l      *Limiter
+	b      bus.Bus
+	period time.Duration
+	log    *slog.Logger
+	// before, when set, runs at the start of every period (the server
+	// refreshes its cached SLO records there).
+	before func(context.Context)
+}
+
+// NewAgent returns an agent for l on b reporting every period (500 ms
+// when 0). before, if not nil, runs at the start of each period.
+func NewAgent(l *Limiter, b bus.Bus, period time.Duration, before func(context.Context), logger *slog.Logger) *Agent {
+	if period <= 0 {
+		period = 500 * time.Millisecond
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Agent{l: l, b: b, period: period, before: before, log: logger}
+}
+
+// Run subscribes to assignments and reports every period until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	sub, err := a.b.Subscribe(controller.AssignmentSubject(ControllerName), func(_ string, data []byte) {
+		inst, seq, rates, err := DecodeAssignments(data, a.l.Node())
+		if err != nil {
+			a.log.Warn("bandwidth assignment refused", "err", err)
+			return
+		}
+		a.l.Apply(inst, seq, rates)
+	})
+	if err != nil {
+		return fmt.Errorf("qos: subscribe to assignments: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	t := time.NewTicker(a.period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if a.before != nil {
+			a.before(ctx)
+		}
+		rep := a.l.Report()
+		data, err := json.Marshal(rep)
+		if err != nil {
+			a.log.Error("qos report encoding", "err", err)
+			continue
+		}
+		if err := a.b.Publish(ReportSubject(rep.Node), data); err != nil {
+			a.log.Debug("qos report not published", "err", err)
+		}
+	}
+}
+
+// DecodeAssignments reads an assignment message and returns node's rates
+// (assignments for every node, Node "", included).
+func DecodeAssignments(data []byte, node string) (instance string, seq uint64, rates Rates, err error) {
+	var msg controller.AssignmentMessage
+	if err := json.Unmarshal(data, &msg); err != nil {
+		return "", 0, nil, fmt.Errorf("qos: assignments: %w", err)
+	}
+	if msg.V != controller.AssignmentVersion {
+		return "", 0, nil, fmt.Errorf("qos: assignments: version %d, want %d", msg.V, controller.AssignmentVersion)
+	}
+	rates = Rates{}
+	for _, a := range msg.Assignments {
+		if a.Node != "" && a.Node != node {
+			continue
+		}
+		tenant, ok := strings.CutPrefix(a.Target, "tenant:")
+		if !ok {
+			continue
+		}
+		cls, ok := strings.CutSuffix(a.Key, "_bw")
+		if !ok {
+			continue
+		}
+		c, err := ParseClass(cls)
+		if err != nil || a.Value < 0 {
+			continue
+		}
+		if rates[tenant] == nil {
+			rates[tenant] = map[Class]float64{}
+		}
+		rates[tenant][c] = a.Value
+	}
+	return msg.Instance, msg.Seq, rates, nil
+}
+
+// Fleet is the fleet-wide view of QoS: every node's latest report and the
+// latest assignments. The bandwidth controller reads its snapshots, the
+// /bw views its nodes. Safe for concurrent use.
+type Fleet struct {
+	expire time.Duration
+	now    func() time.Time
+
+	mu      sync.Mutex
+	reports map[string]fleetNode
+	assign  *controller.AssignmentMessage
+	// peak is each node's highest total served bytes/s in the estimation
+	// window, for capacity estimates.
+	peak map[string][]peakSample
+}
+
+type fleetNode struct {
+	rep  NodeReport
+	seen time.Time
+}
+
+type peakSample struct {
+	at time.Time
+	v  float64
+}
+
+// peakWindow is how far back a node's capacity estimate looks.
+const peakWindow = 30 * time.Second
+
+// NewFleet returns an empty view; reports older than expire are dropped
+// (default 5 s).
+func NewFleet(expire time.Duration) *Fleet {
+	if expire <= 0 {
+		expire = 5 * time.Second
+	}
+	return &Fleet{expire: expire, now: time.Now, reports: map[string]fleetNode{}, peak: map[string][]peakSample{}}
+}
+
+// Subscribe feeds the view from b until the returned subscriptions are
+// ended.
+func (f *Fleet) Subscribe(b bus.Bus, log *slog.Logger) (stop func(), err error) {
+	s1, err := b.Subscribe(reportPattern, func(_ string, data []byte) {
+		var rep NodeReport
+		if err := json.Unmarshal(data, &rep); err != nil || rep.V != ReportVersion {
+			log.Warn("qos report refused", "err", err, "v", rep.V)
+			return
+		}
+		f.Add(rep)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("qos: subscribe to reports: %w", err)
+	}
+	s2, err := b.Subscribe(controller.AssignmentSubject(ControllerName), func(_ string, data []byte) {
+		var msg controller.AssignmentMessage
+		if err := json.Unmarshal(data, &msg); err != nil || msg.V != controller.AssignmentVersion {
+			return
+		}
+		f.mu.Lock()
+		f.assign = &msg
+		f.mu.Unlock()
+	})
+	if err != nil {
+		_ = s1.Unsubscribe()
+		return nil, fmt.Errorf("qos: subscribe to assignments: %w", err)
+	}
+	return func() { _ = s1.Unsubscribe(); _ = s2.Unsubscribe() }, nil
+}
+
+// Add records a node's report.
+func (f *Fleet) Add(rep NodeReport) {
+	now := f.now()
+	var total float64
+	for _, fl := range rep.Flows {
+		total += fl.Served
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reports[rep.Node] = fleetNode{rep: rep, seen: now}
+	ps := append(f.peak[rep.Node], peakSample{now, total})
+	ps = slices.DeleteFunc(ps, func(p peakSample) bool { return now.Sub(p.at) > peakWindow })
+	f.peak[rep.Node] = ps
+}
+
+// Nodes returns the live nodes' latest reports, by node name.
+func (f *Fleet) Nodes() []NodeReport {
+	now := f.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []NodeReport{}
+	for n, r := range f.reports {
+		if now.Sub(r.seen) > f.expire {
+			delete(f.reports, n)
+			delete(f.peak, n)
+			continue
+		}
+		out = append(out, r.rep)
+	}
+	slices.SortFunc(out, func(a, b NodeReport) int { return strings.Compare(a.Node, b.Node) })
+	return out
+}
+
+// Assignments returns the latest assignment message seen, or nil.
+func (f *Fleet) Assignments() *controller.AssignmentMessage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.assign
+}
+
+// estimate is a node's capacity estimated from saturation: the highest
+// total it served in the window, with 10% room to find out more.
+func (f *Fleet) estimate(node string) float64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var m float64
+	for _, p := range f.peak[node] {
+		m = max(m, p.v)
+	}
+	return m * 1.1
+}
+
+// The snapshot's metric names: per node ("node:N" targets) and per flow
+// ("tenant:T" targets, one metric per class and quantity).
+const (
+	metricCapacity  = "qos_capacity"
+	metricEstimated = "qos_capacity_estimate"
+	metricPeriod    = "qos_period"
+)
+
+func flowMetric(c Class, what string) string { return "qos_" + string(c) + "_" + what }
+
+// Snapshot implements controller.SnapshotSource: the live nodes' reports
+// as samples, per node, plus the fleet-wide sums per tenant and class.
+func (f *Fleet) Snapshot(context.Context) (controller.MetricSnapshot, error) {
+	now := f.now()
+	snap := controller.MetricSnapshot{Time: now}
+	merged := map[[2]string]float64{}
+	for _, rep := range f.Nodes() {
+		nt := "node:" + rep.Node
+		add := func(metric, target string, v float64) {
+			snap.Samples = append(snap.Samples, controller.Sample{Metric: metric, Target: target, Node: rep.Node, Value: v, Period: rep.Time})
+		}
+		add(metricCapacity, nt, rep.Capacity)
+		add(metricEstimated, nt, f.estimate(rep.Node))
+		add(metricPeriod, nt, float64(rep.PeriodMS)/1000)
+		for _, fl := range rep.Flows {
+			tt := "tenant:" + fl.Tenant
+			add(flowMetric(fl.Class, "streams"), tt, float64(fl.Streams))
+			add(flowMetric(fl.Class, "served"), tt, fl.Served)
+			add(flowMetric(fl.Class, "waited"), tt, fl.Waited)
+			merged[[2]string{flowMetric(fl.Class, "served"), tt}] += fl.Served
+		}
+	}
+	for k, v := range merged {
+		snap.Samples = append(snap.Samples, controller.Sample{Metric: k[0], Target: k[1], Value: v, Period: now})
+	}
+	slices.SortFunc(snap.Samples, func(a, b controller.Sample) int {
+		return strings.Compare(a.Node+a.Metric+a.Target, b.Node+b.Metric+b.Target)
+	})
+	return snap, nil
+}
