@@ -79,6 +79,12 @@ type Config struct {
 	// MetricsToken is a bearer token good for /metrics only; the admin
 	// token is accepted there too. Empty: the admin token only.
 	MetricsToken string
+	// Locality answers GET /locality (the backend, when it can tell);
+	// nil answers 501. Node names this gateway in its answers.
+	Locality Locator
+	Node     string
+	// Nodes reports GET /nodes; nil answers 501.
+	Nodes NodeSource
 }
 
 // maxBody bounds request bodies; the API's bodies are a few bytes of JSON.
@@ -97,6 +103,9 @@ type handler struct {
 	usage       UsageSource
 	controllers ControllerSource
 	workload    MetricsSource
+	locator     Locator
+	node        string
+	nodes       NodeSource
 	log         *slog.Logger
 	tokenHash   *[sha256.Size]byte // nil: no token configured, refuse all
 	// metricsHash is MetricsToken's; nil when there is none.
@@ -145,11 +154,14 @@ var routes = []route{
 	{http.MethodGet, "/controllers", (*handler).listControllers},
 	{http.MethodGet, "/metrics", (*handler).listMetrics},
 	{http.MethodGet, "/metrics/{metric}", (*handler).getMetric},
+	{http.MethodGet, "/locality/{bucket}/{key...}", (*handler).locality},
+	{http.MethodGet, "/nodes", (*handler).listNodes},
 }
 
 // New returns the control API handler.
 func New(cfg Config) http.Handler {
-	h := &handler{store: cfg.Store, policies: cfg.Policies, usage: cfg.Usage, controllers: cfg.Controllers, workload: cfg.Workload, log: cfg.Logger, mux: http.NewServeMux()}
+	h := &handler{store: cfg.Store, policies: cfg.Policies, usage: cfg.Usage, controllers: cfg.Controllers, workload: cfg.Workload, log: cfg.Logger, mux: http.NewServeMux(),
+		locator: cfg.Locality, node: cfg.Node, nodes: cfg.Nodes}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

@@ -48,7 +48,8 @@ func NewCommand() *cobra.Command {
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 
 	cmd.AddCommand(o.tenantCommand(), o.keyCommand(), o.bucketCommand(),
-		o.groupCommand(), o.policyCommand(), o.filterCommand(), o.controllerCommand())
+		o.groupCommand(), o.policyCommand(), o.filterCommand(), o.controllerCommand(),
+		o.localityCommand(), o.nodeCommand())
 	return cmd
 }
 

@@ -205,16 +205,9 @@ func (s *Store) GetObject(ctx context.Context, bucket, key string, rng *storage.
 		if err != nil {
 			return nil, storage.ObjectInfo{}, fmt.Errorf("fs: open data of %q/%q: %w", bucket, key, err)
 		}
-		info := rec.info(bucket, key)
-		if start == 0 && length == rec.Stored {
-			// The bare *os.File lets net/http use sendfile.
-			return f, info, nil
-		}
-		if _, err := f.Seek(start, io.SeekStart); err != nil {
-			_ = f.Close()
-			return nil, storage.ObjectInfo{}, fmt.Errorf("fs: seek data of %q/%q: %w", bucket, key, err)
-		}
-		return &rangeReader{r: io.LimitedReader{R: f, N: length}, f: f}, info, nil
+		// The file is open: whatever happens to the key now, the
+		// stream reads this version (stream.go).
+		return s.io.open(ctx, f, start, length), rec.info(bucket, key), nil
 	}
 }
 
@@ -228,19 +221,6 @@ func clampRange(rng *storage.Range, size int64) (start, length int64, err error)
 	}
 	return rng.Start, min(rng.Length, size-rng.Start), nil
 }
-
-type rangeReader struct {
-	r io.LimitedReader
-	f *os.File
-}
-
-func (r *rangeReader) Read(p []byte) (int, error) { return r.r.Read(p) }
-
-// WriteTo hands the *io.LimitedReader over an *os.File to the destination,
-// which is the shape net/http needs to use sendfile for a range.
-func (r *rangeReader) WriteTo(w io.Writer) (int64, error) { return io.Copy(w, &r.r) }
-
-func (r *rangeReader) Close() error { return r.f.Close() }
 
 // HeadObject returns the object's info.
 func (s *Store) HeadObject(ctx context.Context, bucket, key string) (storage.ObjectInfo, error) {

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/storage"
+	"github.com/facet-sds/facet/internal/sysdev"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -50,6 +51,12 @@ type Options struct {
 	// LockTimeout bounds the wait for another process holding the index.
 	// Zero means 5 seconds.
 	LockTimeout time.Duration
+	// Streams configures how GETs read data files (stream.go): one OS
+	// thread per large stream, or a round-robin pool.
+	Streams StreamOptions
+	// Devices reads the kernel's view of the block devices; the zero
+	// value reads the live /proc and /sys.
+	Devices sysdev.Reader
 }
 
 const (
@@ -71,6 +78,8 @@ type Store struct {
 	noSync  bool
 
 	bufs sync.Pool
+	dev  sysdev.Reader
+	io   *streamer
 
 	reqs      chan *commitReq
 	quit      chan struct{}
@@ -106,6 +115,10 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return &b
 	}
 	if err := s.makeDirs(); err != nil {
+		return nil, err
+	}
+	s.dev = opts.Devices
+	if s.io, err = newStreamer(opts.Streams, s.dev, s.dataDir, s.log); err != nil {
 		return nil, err
 	}
 	timeout := opts.LockTimeout
@@ -190,6 +203,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.quit)
 		<-s.done
+		s.io.close()
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("fs: close index: %w", err)
 		}

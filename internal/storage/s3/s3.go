@@ -110,6 +110,7 @@ type Options struct {
 // Backend is a storage.Backend over an S3-compatible object store.
 type Backend struct {
 	cli      *s3.Client
+	endpoint string // scheme://host:port, no credentials
 	bucket   string
 	root     string // "" or "prefix/"
 	partSize int
@@ -161,7 +162,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	}
 	endpoint := scheme + "://" + u.Host
 
-	b := &Backend{bucket: bucket, partSize: opts.PartSize, timeout: opts.Timeout, spoolDir: opts.SpoolDir}
+	b := &Backend{endpoint: endpoint, bucket: bucket, partSize: opts.PartSize, timeout: opts.Timeout, spoolDir: opts.SpoolDir}
 	if prefix != "" {
 		b.root = prefix + "/"
 	}
