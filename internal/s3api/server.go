@@ -58,6 +58,8 @@ type Config struct {
 	Decoders dataplane.Decoders
 	// Observer is told about every request; nil observes nothing.
 	Observer Observer
+	// QoS admits requests and shapes their bytes (qos.go); nil admits all.
+	QoS QoS
 }
 
 // Server is the S3 API. Each S3 operation is a method on it.
@@ -74,6 +76,7 @@ type Server struct {
 	pipelines Pipelines
 	decoders  dataplane.Decoders
 	observer  Observer
+	qos       QoS
 }
 
 // New returns a Server.
@@ -81,7 +84,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		backend: cfg.Backend, buckets: cfg.Buckets, auth: cfg.Auth, log: cfg.Logger,
 		domains: cfg.Domains, region: cfg.Region, maxPut: cfg.MaxObjectSize, now: time.Now,
-		pipelines: cfg.Pipelines, decoders: cfg.Decoders, observer: cfg.Observer,
+		pipelines: cfg.Pipelines, decoders: cfg.Decoders, observer: cfg.Observer, qos: cfg.QoS,
 	}
 	if s.observer == nil {
 		s.observer = noObserver{}
@@ -249,6 +252,9 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 	req.obs.Op, req.obs.Tenant, req.obs.Bucket, req.obs.Key = string(req.op), req.tenant, t.bucket, t.key
 	req.obs.Routed = true
 	s.observer.Started(&req.obs)
+	if err := s.admit(w, req); err != nil {
+		return err
+	}
 	ctx := req.Context()
 	if t.bucket != "" && req.op != opCreateBucket {
 		if err := s.authorizeBucket(ctx, req.tenant, t.bucket); err != nil {

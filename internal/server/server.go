@@ -81,18 +81,17 @@ type Options struct {
 	// Ready, when set, is called with the bound addresses once both
 	// listeners accept connections (tests and benchmarks bind port 0).
 	Ready func(s3Addr, adminAddr string)
+	// MasterKeyFile is where the gateway role reads the fleet's master key
+	// when FACET_MASTER_KEY is unset (see RunGateway).
+	MasterKeyFile string
+
+	// stateless is the gateway role: nothing is written to DataDir.
+	stateless bool
 }
 
 // Run serves until ctx is cancelled, then drains in-flight requests.
 func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
-	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return fmt.Errorf("create data dir: %w", err)
-	}
-	token, generated, err := adminToken(opts)
-	if err != nil {
-		return err
-	}
-	masterKey, err := masterKey(opts.DataDir)
+	token, generated, masterKey, err := localState(opts)
 	if err != nil {
 		return err
 	}
@@ -107,13 +106,21 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	}
 	defer backend.Close()
 
+	if opts.Node == "" {
+		opts.Node = defaultNode()
+	}
 	work, err := startWorkload(ctx, opts, logger)
 	if err != nil {
 		return fmt.Errorf("bus and workload metrics: %w", err)
 	}
 	defer work.close()
 	registry := filter.NewBuiltinRegistry()
-	policies := control.New(control.Config{Store: store, Registry: registry, Logger: logger, Metrics: work.reg.PolicyMetrics})
+	// Requests read credentials and bucket owners from memory; fleet keeps
+	// that memory and the policy table in step with the store.
+	cache := newMetaCache(store, 0)
+	fleet := newFleetSync(opts.Node, store, nil, work.bus, cache, logger)
+	policies := control.New(control.Config{Store: announcingStore{Store: store, sync: fleet}, Registry: registry, Logger: logger, Metrics: work.reg.PolicyMetrics})
+	fleet.policies = policies
 	dataKeys, err := keys.New(masterKey, policies, 0)
 	if err != nil {
 		return fmt.Errorf("data keys: %w", err)
@@ -124,9 +131,14 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	}
 	ctx, stopPolicies := context.WithCancel(ctx)
 	defer stopPolicies()
-	go policies.Run(ctx)
+	if err := fleet.start(ctx); err != nil {
+		return fmt.Errorf("policy sync: %w", err)
+	}
 
 	prom := promexp.New(promexp.Config{BucketLabels: opts.MetricsBucketLabels, Policies: policies, Logger: logger})
+	if err := fleet.register(prom.Registry()); err != nil {
+		return fmt.Errorf("fleet metrics: %w", err)
+	}
 	// metricFeed is where the workload-metric aggregator plugs in: with a
 	// feed, automation controllers run the dynamic policies.
 	metricFeed := work.feed()
@@ -138,12 +150,12 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("controllers: %w", err)
 	}
 	s3 := s3api.New(s3api.Config{
-		Backend: backend, Buckets: store, Auth: newAuthenticator(store), Logger: logger,
+		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
 		Domains: opts.Domains, Region: opts.Region,
 		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: registry, Env: filter.Env{Keys: dataKeys}, Observer: prom},
 		Observer: promexp.Multi(prom, work.observer()),
 	})
-	adminHandler := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, log: logger}, Token: token, Logger: logger,
+	adminHandler := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, fleet: fleet, log: logger}, Token: token, Logger: logger,
 		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
 		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken,
 		Locality: locator(backend), Node: opts.Node, Nodes: admin.LocalNode(opts.Node, backend)})
@@ -195,6 +207,24 @@ func serve(srv *http.Server, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// localState returns the admin token (generated reports that it must be
+// shown) and the master key; only `facet serve` creates them in its data
+// directory, the gateway role is given both.
+func localState(opts Options) (token string, generated bool, key []byte, err error) {
+	if opts.stateless {
+		key, err = fleetMasterKey(opts)
+		return opts.AdminToken, false, key, err
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return "", false, nil, fmt.Errorf("create data dir: %w", err)
+	}
+	if token, generated, err = adminToken(opts); err != nil {
+		return "", false, nil, err
+	}
+	key, err = masterKey(opts.DataDir)
+	return token, generated, key, err
 }
 
 // adminToken returns the configured token, or the one generated on an

@@ -128,7 +128,7 @@ func Write(w http.ResponseWriter, r *http.Request, err error, requestID string) 
 	}
 	h := w.Header()
 	h.Set("x-amz-request-id", requestID)
-	if e.Code.Status == http.StatusServiceUnavailable {
+	if e.Code.Status == http.StatusServiceUnavailable && h.Get("Retry-After") == "" {
 		h.Set("Retry-After", "1") // 503s here are transient by definition
 	}
 	if r.Method == http.MethodHead || e.Code.Status == http.StatusNotModified {

@@ -1,0 +1,79 @@
+package s3api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/facet-sds/facet/internal/s3api/s3err"
+)
+
+// QoS admits requests and shapes their bytes (internal/qos's Limiter,
+// adapted by the server). Admit is called once a request is authenticated
+// and routed; an error with a RetryAfter() time.Duration method refuses it
+// with 503 SlowDown and that Retry-After.
+type QoS interface {
+	Admit(ctx context.Context, tenant, method string) (Shaper, error)
+}
+
+// Shaper paces one admitted request's bytes: the client's payload as it is
+// read and the response as it is written. Done is called when the request
+// ends.
+type Shaper interface {
+	Reader(r io.Reader) io.Reader
+	Writer(w io.Writer) io.Writer
+	Done()
+}
+
+// admit runs QoS admission and installs the request's shaping.
+func (s *Server) admit(w http.ResponseWriter, req *request) error {
+	if s.qos == nil {
+		return nil
+	}
+	sh, err := s.qos.Admit(req.Context(), req.tenant, req.Method)
+	if err != nil {
+		var ra interface{ RetryAfter() time.Duration }
+		if errors.As(err, &ra) {
+			secs := int(math.Ceil(ra.RetryAfter().Seconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+			return &s3err.Error{Code: s3err.SlowDown, Bucket: req.target.bucket, Key: req.target.key, Err: err}
+		}
+		return s3err.Wrap(s3err.InternalError, err)
+	}
+	req.onDone(sh.Done)
+	if req.body != nil {
+		req.body = shapedBody{RequestBody: req.body, r: sh.Reader(req.body)}
+	}
+	if sw, ok := w.(*statusWriter); ok {
+		sw.ResponseWriter = &shapedResponse{ResponseWriter: sw.ResponseWriter, w: sh.Writer(sw.ResponseWriter)}
+	}
+	return nil
+}
+
+// shapedBody reads the payload through the shaper, keeping the body's
+// other methods.
+type shapedBody struct {
+	RequestBody
+	r io.Reader
+}
+
+func (b shapedBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+// shapedResponse writes the response through the shaper. It does not
+// offer io.ReaderFrom: sendfile would bypass the pacing.
+type shapedResponse struct {
+	http.ResponseWriter
+	w io.Writer
+}
+
+func (r *shapedResponse) Write(p []byte) (int, error) { return r.w.Write(p) }
+
+func (r *shapedResponse) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
