@@ -212,12 +212,12 @@ func (s *Service) vocabulary(targets *targetSet) *policy.StaticVocabulary {
 	}
 	v := &policy.StaticVocabulary{Filters: s.registry, Metrics: metrics(), ObjectTypes: policy.DefaultObjectTypes()}
 	if targets != nil {
-		v.Tenants, v.Buckets, v.Groups = targets.tenants, targets.buckets, targets.groups
+		v.Tenants, v.Buckets, v.Groups, v.Volumes = targets.tenants, targets.buckets, targets.groups, targets.volumes
 	}
 	return v
 }
 
-type targetSet struct{ tenants, buckets, groups []string }
+type targetSet struct{ tenants, buckets, groups, volumes []string }
 
 // targets reads what exists now, for validating new policies (control
 // plane only; never on the request path).
@@ -243,6 +243,9 @@ func (s *Service) targets(ctx context.Context) (*targetSet, error) {
 	}
 	for _, g := range groups {
 		ts.groups = append(ts.groups, g.Name)
+	}
+	if ts.volumes, err = s.volumeNames(ctx); err != nil {
+		return nil, err
 	}
 	return ts, nil
 }

@@ -1,0 +1,150 @@
+package block
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/facet-sds/facet/internal/meta"
+)
+
+// backing is a volume's bytes: one sparse file per stripe member. Byte
+// off of the volume lives in member (off/unit) mod width, at
+// ((off/unit) div width)*unit + off mod unit; with one member the file is
+// the volume.
+type backing struct {
+	files []*os.File
+	gates []flowGate // each member's pool queue
+	unit  int64
+}
+
+// memberPath is where a volume's member i lives.
+func memberPath(dir string, v meta.Volume, i int) string {
+	return filepath.Join(dir, fmt.Sprintf("%s-%s.%d.img", v.Name, v.ID, i))
+}
+
+func openBacking(v meta.Volume, pools map[string]meta.Pool, gates func(pool string) flowGate, create bool) (*backing, error) {
+	b := &backing{unit: StripeUnit}
+	if len(v.Extents) == 1 {
+		b.unit = v.Size
+	}
+	for i, e := range v.Extents {
+		p, ok := pools[e.Pool]
+		if !ok {
+			b.close()
+			return nil, fmt.Errorf("volume %s: pool %s: %w", v.Name, e.Pool, meta.ErrPoolNotFound)
+		}
+		flags := os.O_RDWR
+		if create {
+			flags |= os.O_CREATE
+		}
+		if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+			b.close()
+			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+		}
+		f, err := os.OpenFile(memberPath(p.Dir, v, i), flags, 0o600)
+		if err != nil {
+			b.close()
+			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+		}
+		b.files = append(b.files, f)
+		b.gates = append(b.gates, gates(e.Pool))
+		if err := f.Truncate(e.Capacity); err != nil { // sparse: no blocks until written
+			b.close()
+			return nil, fmt.Errorf("volume %s: size member %d: %w", v.Name, i, err)
+		}
+	}
+	return b, nil
+}
+
+func (b *backing) close() error {
+	var errs []error
+	for _, f := range b.files {
+		errs = append(errs, f.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// each calls fn for every member piece of the volume range [off, off+n).
+func (b *backing) each(off, n int64, fn func(m int, moff int64, lo, hi int64) error) error {
+	w := int64(len(b.files))
+	for n > 0 {
+		i := off / b.unit
+		in := off % b.unit
+		take := min(n, b.unit-in)
+		m := int(i % w)
+		moff := (i/w)*b.unit + in
+		if err := fn(m, moff, 0, take); err != nil {
+			return err
+		}
+		off += take
+		n -= take
+	}
+	return nil
+}
+
+func (b *backing) readAt(ctx context.Context, cost costFn, p []byte, off int64) error {
+	pos := 0
+	return b.each(off, int64(len(p)), func(m int, moff, _, take int64) error {
+		q := p[pos : pos+int(take)]
+		pos += int(take)
+		if err := b.gates[m].enter(ctx, cost(take)); err != nil {
+			return err
+		}
+		defer b.gates[m].leave()
+		_, err := b.files[m].ReadAt(q, moff)
+		return err
+	})
+}
+
+func (b *backing) writeAt(ctx context.Context, cost costFn, p []byte, off int64) error {
+	pos := 0
+	return b.each(off, int64(len(p)), func(m int, moff, _, take int64) error {
+		q := p[pos : pos+int(take)]
+		pos += int(take)
+		if err := b.gates[m].enter(ctx, cost(take)); err != nil {
+			return err
+		}
+		defer b.gates[m].leave()
+		_, err := b.files[m].WriteAt(q, moff)
+		return err
+	})
+}
+
+// punch deallocates a range; reads of it return zeros afterwards.
+func (b *backing) punch(off, n int64) error {
+	return b.each(off, n, func(m int, moff, _, take int64) error {
+		err := unix.Fallocate(int(b.files[m].Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, moff, take)
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			_, err = b.files[m].WriteAt(make([]byte, take), moff)
+		}
+		return err
+	})
+}
+
+// sync makes every member durable (FLUSH, FUA).
+func (b *backing) sync() error {
+	for _, f := range b.files {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remove deletes a volume's member files.
+func removeBacking(v meta.Volume, pools map[string]meta.Pool) error {
+	var errs []error
+	for i, e := range v.Extents {
+		if p, ok := pools[e.Pool]; ok {
+			if err := os.Remove(memberPath(p.Dir, v, i)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,594 @@
+package block
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/facet-sds/facet/internal/block/bfilter"
+	"github.com/facet-sds/facet/internal/block/nbd"
+	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/policy"
+)
+
+// Store is what the block layer needs from the metadata store.
+type Store interface {
+	PolicyVersion(ctx context.Context) (uint64, error)
+	CreatePool(ctx context.Context, p meta.Pool) (meta.Pool, error)
+	ListPools(ctx context.Context) ([]meta.Pool, error)
+	DeletePool(ctx context.Context, name string) error
+	CreateVolume(ctx context.Context, v meta.Volume, place meta.Placer) (meta.Volume, error)
+	UpdateVolume(ctx context.Context, name string, fn func(v *meta.Volume, pools []meta.Pool, others []meta.Volume) error) (meta.Volume, error)
+	GetVolume(ctx context.Context, name string) (meta.Volume, error)
+	ListVolumes(ctx context.Context) ([]meta.Volume, error)
+	DeleteVolume(ctx context.Context, name string) (meta.Volume, error)
+}
+
+// Policies gives the compiled policy table in force (control.Service).
+type Policies interface {
+	VolumeTable() *policy.Table
+}
+
+// Keys derives keys from the master key (keys.Provider).
+type Keys interface {
+	Key(ctx context.Context, tenant, keyID string) ([]byte, error)
+}
+
+// Config assembles a Manager.
+type Config struct {
+	Store    Store
+	Policies Policies // nil: volumes have no filters and only API throttles
+	Keys     Keys     // nil: the encryption filter cannot be used
+	Logger   *slog.Logger
+	// Poll is how often the store and the policy table are checked for
+	// changes (default 250 ms).
+	Poll time.Duration
+	// Slots is how many I/Os a pool runs at once before its fair-share
+	// queue orders the rest (default 16).
+	Slots int
+	// Filters is the block filter list (default bfilter.Builtin).
+	Filters *bfilter.Registry
+}
+
+// Manager owns the volumes of one node: it opens them for NBD
+// connections, keeps their stacks and throttles in step with policies and
+// the API, runs the pools' queues and counts I/O.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	pools   map[string]meta.Pool
+	vols    map[string]meta.Volume // known volumes, by name
+	open    map[string]*volume     // volumes with connections
+	gates   map[string]*gate
+	version uint64
+	table   *policy.Table
+	rates   map[string]Rates // per-volume rates of the last period
+}
+
+// New returns a manager; call Reload before serving.
+func New(cfg Config) *Manager {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 250 * time.Millisecond
+	}
+	if cfg.Slots <= 0 {
+		cfg.Slots = 16
+	}
+	if cfg.Filters == nil {
+		cfg.Filters = bfilter.NewRegistry(bfilter.Builtin()...)
+	}
+	return &Manager{cfg: cfg, log: cfg.Logger, pools: map[string]meta.Pool{}, vols: map[string]meta.Volume{},
+		open: map[string]*volume{}, gates: map[string]*gate{}, rates: map[string]Rates{}}
+}
+
+// Reload reads pools and volumes from the store and applies policies and
+// throttles to the open volumes.
+func (m *Manager) Reload(ctx context.Context) error {
+	ver, err := m.cfg.Store.PolicyVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("block: reload: %w", err)
+	}
+	pools, err := m.cfg.Store.ListPools(ctx)
+	if err != nil {
+		return fmt.Errorf("block: reload: %w", err)
+	}
+	vols, err := m.cfg.Store.ListVolumes(ctx)
+	if err != nil {
+		return fmt.Errorf("block: reload: %w", err)
+	}
+	var table *policy.Table
+	if m.cfg.Policies != nil {
+		table = m.cfg.Policies.VolumeTable()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.version, m.table = ver, table
+	m.pools = map[string]meta.Pool{}
+	for _, p := range pools {
+		m.pools[p.Name] = p
+	}
+	m.vols = map[string]meta.Volume{}
+	for _, v := range vols {
+		m.vols[v.Name] = v
+	}
+	for name, ov := range m.open {
+		rec, ok := m.vols[name]
+		if !ok {
+			continue // deleted under its connections: they keep it until they close
+		}
+		ov.rec.Throttle = rec.Throttle
+		ov.setThrottle(m.effectiveThrottle(rec))
+	}
+	return nil
+}
+
+// Run keeps the manager in step with the store until ctx ends, and
+// computes per-volume rates once per second.
+func (m *Manager) Run(ctx context.Context) {
+	t := time.NewTicker(m.cfg.Poll)
+	defer t.Stop()
+	rt := time.NewTicker(time.Second)
+	defer rt.Stop()
+	prev := map[string][4]int64{}
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			ver, err := m.cfg.Store.PolicyVersion(ctx)
+			m.mu.Lock()
+			stale := err == nil && ver != m.version
+			var tableChanged bool
+			if m.cfg.Policies != nil {
+				tableChanged = m.cfg.Policies.VolumeTable() != m.table
+			}
+			m.mu.Unlock()
+			if stale || tableChanged {
+				if err := m.Reload(ctx); err != nil {
+					m.log.Warn("block reload failed; keeping the last state", "err", err)
+				}
+			}
+		case now := <-rt.C:
+			dt := now.Sub(last).Seconds()
+			last = now
+			m.mu.Lock()
+			for name, v := range m.open {
+				cur := [4]int64{v.stats.readBytes.Load(), v.stats.writeBytes.Load(), v.stats.readOps.Load(), v.stats.writeOps.Load()}
+				p := prev[name]
+				m.rates[name] = Rates{ReadBW: float64(cur[0]-p[0]) / dt, WriteBW: float64(cur[1]-p[1]) / dt,
+					ReadIOPS: float64(cur[2]-p[2]) / dt, WriteIOPS: float64(cur[3]-p[3]) / dt}
+				prev[name] = cur
+			}
+			m.mu.Unlock()
+		}
+	}
+}
+
+// effectiveThrottle is the policy's throttle, each field overridden by
+// the API's when the API set it. m.mu is held.
+func (m *Manager) effectiveThrottle(v meta.Volume) meta.Throttle {
+	t := meta.Throttle{}
+	if m.table != nil {
+		if slo, ok := m.table.SLO(policy.SLOThrottle, v.Name); ok {
+			get := func(k string) int64 {
+				n, _ := strconv.ParseFloat(slo.Params[k], 64)
+				return int64(n)
+			}
+			t = meta.Throttle{ReadBW: get("read_bw"), WriteBW: get("write_bw"), ReadIOPS: get("read_iops"), WriteIOPS: get("write_iops")}
+		}
+	}
+	api := v.Throttle
+	for _, f := range []struct{ dst, src *int64 }{{&t.ReadBW, &api.ReadBW}, {&t.WriteBW, &api.WriteBW},
+		{&t.ReadIOPS, &api.ReadIOPS}, {&t.WriteIOPS, &api.WriteIOPS}} {
+		if *f.src > 0 {
+			*f.dst = *f.src
+		}
+	}
+	return t
+}
+
+// StackStep is one filter of a volume's stack and the policy it comes from.
+type StackStep struct {
+	Filter string        `json:"filter"`
+	Params filter.Params `json:"params,omitempty"`
+	Policy string        `json:"policy,omitempty"`
+	Target string        `json:"target,omitempty"`
+}
+
+// stackSteps resolves a volume's filters from the table. m.mu is held.
+func (m *Manager) stackSteps(name string) []StackStep {
+	if m.table == nil {
+		return nil
+	}
+	var out []StackStep
+	for _, s := range m.table.ResolveVolume(name, filter.MethodPut).Storage {
+		out = append(out, StackStep{Filter: s.Filter, Params: s.Params, Policy: s.PolicyID, Target: s.Target})
+	}
+	return out
+}
+
+func (m *Manager) buildStack(ctx context.Context, v meta.Volume, steps []StackStep) (*bfilter.Stack, error) {
+	st := &bfilter.Stack{Align: 1}
+	for _, s := range steps {
+		in, ok := m.cfg.Filters.Lookup(s.Filter)
+		if !ok {
+			return nil, fmt.Errorf("volume %s: unknown block filter %q", v.Name, s.Filter)
+		}
+		env := bfilter.Env{Logger: m.log, Volume: v.Name}
+		if m.cfg.Keys != nil {
+			env.Key = func() ([]byte, error) { return m.volumeKey(ctx, v) }
+		}
+		f, err := in.New(s.Params, env)
+		if err != nil {
+			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+		}
+		st.Add(in.Name, f, in.Align)
+	}
+	return st, nil
+}
+
+// volumeKey is the volume's 64-byte AES-XTS key: two keys derived from the
+// master key for the owner and the volume's random id.
+func (m *Manager) volumeKey(ctx context.Context, v meta.Volume) ([]byte, error) {
+	var key []byte
+	for _, part := range []string{"1", "2"} {
+		k, err := m.cfg.Keys.Key(ctx, v.Tenant, "vol."+v.ID+"."+part)
+		if err != nil {
+			return nil, err
+		}
+		key = append(key, k...)
+	}
+	return key, nil
+}
+
+// allowed reports whether peer may use volume v: its owner over TLS, or
+// anyone the NBD server let in without TLS (loopback: the local
+// administrator).
+func allowed(v meta.Volume, peer nbd.Peer) bool {
+	if peer.TLS {
+		return peer.Identity == v.Tenant
+	}
+	return true
+}
+
+func info(v meta.Volume) nbd.ExportInfo {
+	return nbd.ExportInfo{Name: v.Name, Size: v.Size, MultiConn: true,
+		Description: fmt.Sprintf("facet volume of tenant %s, %s class", v.Tenant, v.Class)}
+}
+
+// List implements nbd.Exports.
+func (m *Manager) List(_ context.Context, peer nbd.Peer) ([]nbd.ExportInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []nbd.ExportInfo
+	for _, name := range slices.Sorted(maps.Keys(m.vols)) {
+		if v := m.vols[name]; allowed(v, peer) {
+			out = append(out, info(v))
+		}
+	}
+	return out, nil
+}
+
+// Lookup implements nbd.Exports.
+func (m *Manager) Lookup(_ context.Context, name string, peer nbd.Peer) (nbd.ExportInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.vols[name]
+	if !ok || !allowed(v, peer) {
+		return nbd.ExportInfo{}, nbd.ErrUnknown
+	}
+	return info(v), nil
+}
+
+// Open implements nbd.Exports.
+func (m *Manager) Open(ctx context.Context, name string, peer nbd.Peer) (nbd.Device, nbd.ExportInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.vols[name]
+	if !ok || !allowed(rec, peer) {
+		return nil, nbd.ExportInfo{}, nbd.ErrUnknown
+	}
+	v := m.open[name]
+	if v == nil || v.rec.ID != rec.ID || v.rec.Size != rec.Size {
+		var err error
+		if v, err = m.openVolume(ctx, rec); err != nil {
+			return nil, nbd.ExportInfo{}, err
+		}
+		m.open[name] = v
+	}
+	v.refs++
+	var once sync.Once
+	d := &device{v: v, close: func() { once.Do(func() { m.release(v) }) }}
+	return d, info(v.rec), nil
+}
+
+// openVolume opens the backing files and builds the stack. m.mu is held.
+func (m *Manager) openVolume(ctx context.Context, rec meta.Volume) (*volume, error) {
+	steps := m.stackSteps(rec.Name)
+	st, err := m.buildStack(ctx, rec, steps)
+	if err != nil {
+		return nil, err
+	}
+	v := &volume{rec: rec, flows: map[*gate]*flow{},
+		readBW: newBucket(0, 0), writeBW: newBucket(0, 0), readOps: newBucket(0, 0), writeOps: newBucket(0, 0)}
+	usage := ""
+	if len(rec.Extents) > 0 {
+		usage = m.pools[rec.Extents[0].Pool].Usage
+	}
+	v.costFn = costOf(usage)
+	back, err := openBacking(rec, m.pools, func(pool string) flowGate {
+		g := m.gates[pool]
+		if g == nil {
+			g = newGate(m.cfg.Slots)
+			m.gates[pool] = g
+		}
+		f := v.flows[g]
+		if f == nil {
+			f = &flow{weight: weightOf(rec, m.pools[pool])}
+			v.flows[g] = f
+		}
+		return flowGate{g: g, f: f}
+	}, true)
+	if err != nil {
+		return nil, err
+	}
+	v.back = back
+	v.stack.Store(st)
+	v.setThrottle(m.effectiveThrottle(rec))
+	m.log.Info("volume opened", "volume", rec.Name, "filters", st.Names, "members", len(back.files))
+	return v, nil
+}
+
+// weightOf is a volume's share in a pool's queue: its reservation on that
+// pool in the pool's unit, and 1% of the pool for volumes that reserve
+// none (cold, best-effort).
+func weightOf(v meta.Volume, p meta.Pool) float64 {
+	for _, e := range v.Extents {
+		if e.Pool != p.Name {
+			continue
+		}
+		switch {
+		case p.Usage == ClassSequential && e.SeqBW > 0:
+			return float64(e.SeqBW)
+		case e.IOPS > 0:
+			return float64(e.IOPS)
+		}
+	}
+	if p.Usage == ClassSequential {
+		return max(float64(p.SeqBW)/100, 1)
+	}
+	return max(float64(p.RandIOPS)/100, 1)
+}
+
+func (m *Manager) release(v *volume) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v.refs--
+	if v.refs > 0 {
+		return
+	}
+	if m.open[v.rec.Name] == v {
+		delete(m.open, v.rec.Name)
+	}
+	for g, f := range v.flows {
+		g.forget(f)
+	}
+	if err := v.back.sync(); err != nil {
+		m.log.Warn("volume sync at close failed", "volume", v.rec.Name, "err", err)
+	}
+	if err := v.back.close(); err != nil {
+		m.log.Warn("volume close failed", "volume", v.rec.Name, "err", err)
+	}
+}
+
+// Errors of the management API.
+var (
+	ErrVolumeBusy = errors.New("volume is in use")
+)
+
+// CreatePool adds a pool after checking its usage type and directory.
+func (m *Manager) CreatePool(ctx context.Context, p meta.Pool) (meta.Pool, error) {
+	if err := CheckPoolUsage(p.Usage); err != nil {
+		return meta.Pool{}, err
+	}
+	out, err := m.cfg.Store.CreatePool(ctx, p)
+	if err != nil {
+		return meta.Pool{}, err
+	}
+	return out, m.Reload(ctx)
+}
+
+// DeletePool removes an empty pool.
+func (m *Manager) DeletePool(ctx context.Context, name string) error {
+	if err := m.cfg.Store.DeletePool(ctx, name); err != nil {
+		return err
+	}
+	return m.Reload(ctx)
+}
+
+// ListPools lists pools with what is reserved on each.
+func (m *Manager) ListPools(ctx context.Context) ([]PoolUsage, error) {
+	pools, err := m.cfg.Store.ListPools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	vols, err := m.cfg.Store.ListVolumes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []PoolUsage{}
+	for _, f := range freeRoom(pools, vols) {
+		u := PoolUsage{Pool: f.pool, ReservedCapacity: f.usedCap, ReservedSeqBW: f.usedBW, ReservedIOPS: f.usedIOPS}
+		for _, v := range vols {
+			for _, e := range v.Extents {
+				if e.Pool == f.pool.Name {
+					u.Volumes = append(u.Volumes, v.Name)
+				}
+			}
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// PoolUsage is a pool and its reservations.
+type PoolUsage struct {
+	meta.Pool
+	ReservedCapacity int64    `json:"reserved_capacity"`
+	ReservedSeqBW    int64    `json:"reserved_seq_bw"`
+	ReservedIOPS     int64    `json:"reserved_iops"`
+	Volumes          []string `json:"volumes"`
+}
+
+// CreateVolume places and creates a volume (its files are created sparse
+// on first open).
+func (m *Manager) CreateVolume(ctx context.Context, v meta.Volume) (meta.Volume, error) {
+	if err := CheckReservation(v); err != nil {
+		return meta.Volume{}, err
+	}
+	out, err := m.cfg.Store.CreateVolume(ctx, v, Place)
+	if err != nil {
+		return meta.Volume{}, err
+	}
+	return out, m.Reload(ctx)
+}
+
+// ResizeVolume changes a volume's size on its pools; connected clients
+// see the new size when they reconnect.
+func (m *Manager) ResizeVolume(ctx context.Context, name string, size int64) (meta.Volume, error) {
+	out, err := m.cfg.Store.UpdateVolume(ctx, name, func(v *meta.Volume, pools []meta.Pool, others []meta.Volume) error {
+		v.Size = size
+		ext, err := Resize(pools, others, *v)
+		if err != nil {
+			return err
+		}
+		v.Extents = ext
+		return nil
+	})
+	if err != nil {
+		return meta.Volume{}, err
+	}
+	return out, m.Reload(ctx)
+}
+
+// SetThrottle sets a volume's API throttle (0 fields fall back to the
+// policy's); it applies at once to open volumes.
+func (m *Manager) SetThrottle(ctx context.Context, name string, t meta.Throttle) (meta.Volume, error) {
+	if t.ReadBW < 0 || t.WriteBW < 0 || t.ReadIOPS < 0 || t.WriteIOPS < 0 {
+		return meta.Volume{}, fmt.Errorf("%w: throttles cannot be negative", ErrInvalidReservation)
+	}
+	out, err := m.cfg.Store.UpdateVolume(ctx, name, func(v *meta.Volume, _ []meta.Pool, _ []meta.Volume) error {
+		v.Throttle = t
+		return nil
+	})
+	if err != nil {
+		return meta.Volume{}, err
+	}
+	return out, m.Reload(ctx)
+}
+
+// DeleteVolume deletes a volume that no connection uses, and its files.
+func (m *Manager) DeleteVolume(ctx context.Context, name string) error {
+	m.mu.Lock()
+	_, busy := m.open[name]
+	m.mu.Unlock()
+	if busy {
+		return fmt.Errorf("%w: %q has NBD connections", ErrVolumeBusy, name)
+	}
+	v, err := m.cfg.Store.DeleteVolume(ctx, name)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	pools := maps.Clone(m.pools)
+	m.mu.Unlock()
+	if err := removeBacking(v, pools); err != nil {
+		m.log.Warn("volume files not removed", "volume", name, "err", err)
+	}
+	return m.Reload(ctx)
+}
+
+// Rates are a volume's I/O rates over the last second.
+type Rates struct {
+	ReadBW    float64 `json:"read_bw"`
+	WriteBW   float64 `json:"write_bw"`
+	ReadIOPS  float64 `json:"read_iops"`
+	WriteIOPS float64 `json:"write_iops"`
+}
+
+// VolumeStatus is a volume with what is in force for it.
+type VolumeStatus struct {
+	meta.Volume
+	Filters   []StackStep   `json:"filters"`
+	Effective meta.Throttle `json:"effective_throttle"`
+	Open      bool          `json:"open"`
+	Rates     Rates         `json:"rates"`
+	Totals    Totals        `json:"totals"`
+}
+
+// Totals are cumulative counters since the volume was opened.
+type Totals struct {
+	ReadBytes  int64 `json:"read_bytes"`
+	WriteBytes int64 `json:"write_bytes"`
+	ReadOps    int64 `json:"read_ops"`
+	WriteOps   int64 `json:"write_ops"`
+}
+
+// Volumes lists volumes with their stacks, throttles and rates; tenant,
+// when set, keeps that tenant's only.
+func (m *Manager) Volumes(ctx context.Context, tenant string) ([]VolumeStatus, error) {
+	vols, err := m.cfg.Store.ListVolumes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []VolumeStatus{}
+	for _, v := range vols {
+		if tenant != "" && v.Tenant != tenant {
+			continue
+		}
+		out = append(out, m.status(v))
+	}
+	return out, nil
+}
+
+// Volume returns one volume's status.
+func (m *Manager) Volume(ctx context.Context, name string) (VolumeStatus, error) {
+	v, err := m.cfg.Store.GetVolume(ctx, name)
+	if err != nil {
+		return VolumeStatus{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.status(v), nil
+}
+
+func (m *Manager) status(v meta.Volume) VolumeStatus {
+	s := VolumeStatus{Volume: v, Filters: m.stackSteps(v.Name), Effective: m.effectiveThrottle(v), Rates: m.rates[v.Name]}
+	if s.Filters == nil {
+		s.Filters = []StackStep{}
+	}
+	if ov, ok := m.open[v.Name]; ok {
+		s.Open = true
+		s.Totals = ov.totals()
+	}
+	return s
+}
+
+func (v *volume) totals() Totals {
+	return Totals{ReadBytes: v.stats.readBytes.Load(), WriteBytes: v.stats.writeBytes.Load(),
+		ReadOps: v.stats.readOps.Load(), WriteOps: v.stats.writeOps.Load()}
+}

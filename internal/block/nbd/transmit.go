@@ -1,0 +1,234 @@
+package nbd
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+)
+
+// request is a parsed request header.
+type request struct {
+	flags  uint16
+	typ    uint16
+	handle uint64
+	off    uint64
+	length uint32
+}
+
+// errBadMagic ends a connection: after a header without the request magic
+// the stream cannot be resynchronised.
+var errBadMagic = errors.New("nbd: bad request magic")
+
+// parseRequest parses a 28-byte request header.
+func parseRequest(h []byte) (request, error) {
+	if len(h) != requestHeaderLen {
+		return request{}, fmt.Errorf("nbd: request header of %d bytes", len(h))
+	}
+	if binary.BigEndian.Uint32(h) != requestMagic {
+		return request{}, errBadMagic
+	}
+	return request{
+		flags:  binary.BigEndian.Uint16(h[4:]),
+		typ:    binary.BigEndian.Uint16(h[6:]),
+		handle: binary.BigEndian.Uint64(h[8:]),
+		off:    binary.BigEndian.Uint64(h[16:]),
+		length: binary.BigEndian.Uint32(h[24:]),
+	}, nil
+}
+
+// check validates a request against the export; 0 means valid.
+func (r request) check(size int64) uint32 {
+	allowed := uint16(0)
+	switch r.typ {
+	case cmdRead, cmdFlush, cmdDisc:
+	case cmdWrite, cmdTrim:
+		allowed = cmdFlagFUA
+	case cmdWriteZeroes:
+		allowed = cmdFlagFUA | cmdFlagNoHole
+	default:
+		return EINVAL
+	}
+	if r.flags&^allowed != 0 {
+		return EINVAL
+	}
+	switch r.typ {
+	case cmdRead, cmdWrite:
+		if r.length > MaxPayload {
+			return EOVERFLOW
+		}
+	case cmdFlush, cmdDisc:
+		if r.off != 0 || r.length != 0 {
+			return EINVAL
+		}
+		return 0
+	}
+	if r.off > uint64(size) || uint64(r.length) > uint64(size)-r.off {
+		if r.typ == cmdWrite || r.typ == cmdWriteZeroes {
+			return ENOSPC
+		}
+		return EINVAL
+	}
+	return 0
+}
+
+// transmit runs the transmission phase: one reader parses requests in
+// order, each request runs in its own goroutine (at most MaxInFlight), and
+// replies go out in completion order under a write lock.
+func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error {
+	var (
+		wmu      sync.Mutex
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, c.s.cfg.MaxInFlight)
+		writeErr error
+		hdr      [requestHeaderLen]byte
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	replyTo := func(handle uint64, code uint32, data []byte) {
+		var rh [16]byte
+		binary.BigEndian.PutUint32(rh[0:], simpleReplyMagic)
+		binary.BigEndian.PutUint32(rh[4:], code)
+		binary.BigEndian.PutUint64(rh[8:], handle)
+		wmu.Lock()
+		defer wmu.Unlock()
+		if writeErr != nil {
+			return
+		}
+		bufs := net.Buffers{rh[:]}
+		if code == 0 && len(data) > 0 {
+			bufs = append(bufs, data)
+		}
+		if _, err := bufs.WriteTo(c.rw); err != nil {
+			writeErr = err
+			c.nc.Close() // the reader stops too
+		}
+	}
+	defer wg.Wait()
+	for {
+		if _, err := io.ReadFull(c.rw, hdr[:]); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return nil // shutting down
+			}
+			wmu.Lock()
+			werr := writeErr
+			wmu.Unlock()
+			if werr != nil {
+				return werr
+			}
+			if err == io.EOF {
+				return errDone // the client hung up without DISC
+			}
+			return err
+		}
+		r, err := parseRequest(hdr[:])
+		if err != nil {
+			return err
+		}
+		code := r.check(info.Size)
+		if r.typ == cmdWrite && (code != 0 || r.length > MaxPayload) {
+			// The payload follows whatever we think of it: skip it to
+			// stay in step with the stream.
+			if _, err := io.CopyN(io.Discard, c.rw, int64(r.length)); err != nil {
+				return err
+			}
+		}
+		if code != 0 {
+			replyTo(r.handle, code, nil)
+			continue
+		}
+		if r.typ == cmdDisc {
+			wg.Wait()
+			return errDone
+		}
+		var payload []byte
+		if r.typ == cmdWrite {
+			payload = c.s.bufs.get(int(r.length))
+			if _, err := io.ReadFull(c.rw, payload); err != nil {
+				c.s.bufs.put(payload)
+				return err
+			}
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() {
+				<-sem
+				wg.Done()
+			}()
+			c.serve(ctx, dev, r, payload, replyTo)
+		}()
+	}
+}
+
+func (c *conn) serve(ctx context.Context, dev Device, r request, payload []byte, replyTo func(uint64, uint32, []byte)) {
+	off, n := int64(r.off), int64(r.length)
+	fua := r.flags&cmdFlagFUA != 0
+	var err error
+	switch r.typ {
+	case cmdRead:
+		buf := c.s.bufs.get(int(n))
+		defer c.s.bufs.put(buf)
+		if err = dev.ReadAt(ctx, buf, off); err == nil {
+			replyTo(r.handle, 0, buf)
+			return
+		}
+	case cmdWrite:
+		err = dev.WriteAt(ctx, payload, off, fua)
+		c.s.bufs.put(payload)
+	case cmdFlush:
+		err = dev.Flush(ctx)
+	case cmdTrim:
+		err = dev.Trim(ctx, off, n, fua)
+	case cmdWriteZeroes:
+		err = dev.WriteZeroes(ctx, off, n, fua)
+	}
+	if err != nil {
+		code := uint32(EIO)
+		var en *Errno
+		if errors.As(err, &en) {
+			code = en.Code
+		}
+		c.s.log.Warn("nbd request failed", "type", r.typ, "offset", off, "length", n, "errno", code, "err", err)
+		replyTo(r.handle, code, nil)
+		return
+	}
+	replyTo(r.handle, 0, nil)
+}
+
+// Buffers come from size-classed pools (powers of two from 4 KiB to
+// MaxPayload) so that a busy connection does not allocate per request.
+type bufPools [14]sync.Pool // 4 KiB << i, i = 0..13 (32 MiB)
+
+func poolIndex(n int) int {
+	i, s := 0, 4096
+	for s < n {
+		s <<= 1
+		i++
+	}
+	return i
+}
+
+func (bp *bufPools) get(n int) []byte {
+	i := poolIndex(n)
+	if i >= len(bp) {
+		return make([]byte, n)
+	}
+	if b, ok := bp[i].Get().(*[]byte); ok {
+		return (*b)[:n]
+	}
+	return make([]byte, n, 4096<<i)
+}
+
+func (bp *bufPools) put(b []byte) {
+	i := poolIndex(cap(b))
+	if i >= len(bp) || cap(b) != 4096<<i {
+		return
+	}
+	b = b[:cap(b)]
+	bp[i].Put(&b)
+}

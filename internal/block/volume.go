@@ -1,0 +1,216 @@
+package block
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/facet-sds/facet/internal/block/bfilter"
+	"github.com/facet-sds/facet/internal/block/nbd"
+	"github.com/facet-sds/facet/internal/meta"
+)
+
+// volume is an open volume, shared by every connection to it: one
+// backing, one stack, one set of throttles, one flow per pool queue.
+type volume struct {
+	rec    meta.Volume
+	back   *backing
+	flows  map[*gate]*flow
+	costFn costFn
+	stack  atomic.Pointer[bfilter.Stack]
+
+	readBW, writeBW, readOps, writeOps *bucket
+
+	// rmw serialises read-modify-write of partial blocks when the stack
+	// transforms whole blocks (encryption).
+	rmw sync.Mutex
+
+	refs int // guarded by the manager's lock
+
+	stats volumeStats
+}
+
+// volumeStats are cumulative counters, read by metrics.
+type volumeStats struct {
+	readBytes, writeBytes, readOps, writeOps atomic.Int64
+}
+
+func (v *volume) setThrottle(t meta.Throttle) {
+	v.readBW.set(float64(t.ReadBW), StripeUnit)
+	v.writeBW.set(float64(t.WriteBW), StripeUnit)
+	v.readOps.set(float64(t.ReadIOPS), 1)
+	v.writeOps.set(float64(t.WriteIOPS), 1)
+}
+
+func (v *volume) throttle(ctx context.Context, ops, bw *bucket, n int) error {
+	if err := ops.wait(ctx, 1); err != nil {
+		return err
+	}
+	return bw.wait(ctx, float64(n))
+}
+
+// cost is the unit of pool work of a piece: 4 KiB operations for random
+// and best-effort pools, bytes for sequential ones.
+func costOf(usage string) costFn {
+	if usage == ClassSequential {
+		return func(n int64) float64 { return float64(n) }
+	}
+	return func(n int64) float64 { return float64((n + 4095) / 4096) }
+}
+
+func (v *volume) readRaw(ctx context.Context, p []byte, off int64) error {
+	return v.back.readAt(ctx, v.cost, p, off)
+}
+
+func (v *volume) writeRaw(ctx context.Context, p []byte, off int64) error {
+	return v.back.writeAt(ctx, v.cost, p, off)
+}
+
+// cost uses the first member's pool: a volume's members share a usage.
+func (v *volume) cost(n int64) float64 { return v.costFn(n) }
+
+// device is one connection's handle on a volume.
+type device struct {
+	v     *volume
+	close func()
+}
+
+var _ nbd.Device = (*device)(nil)
+
+func (d *device) Close() error { d.close(); return nil }
+
+func (d *device) ReadAt(ctx context.Context, p []byte, off int64) error {
+	v := d.v
+	if err := v.throttle(ctx, v.readOps, v.readBW, len(p)); err != nil {
+		return err
+	}
+	st := v.stack.Load()
+	if st.Empty() || st.Align <= 1 || (off%int64(st.Align) == 0 && len(p)%st.Align == 0) {
+		if err := v.readRaw(ctx, p, off); err != nil {
+			return err
+		}
+		if !st.Empty() {
+			if err := st.Decode(off, p); err != nil {
+				return err
+			}
+		}
+	} else {
+		lo, buf := v.aligned(off, len(p), st.Align)
+		if err := v.readRaw(ctx, buf, lo); err != nil {
+			return err
+		}
+		if err := st.Decode(lo, buf); err != nil {
+			return err
+		}
+		copy(p, buf[off-lo:])
+	}
+	v.stats.readOps.Add(1)
+	v.stats.readBytes.Add(int64(len(p)))
+	return nil
+}
+
+// aligned returns the block-aligned range around [off, off+n) and a
+// buffer for it.
+func (v *volume) aligned(off int64, n, align int) (int64, []byte) {
+	a := int64(align)
+	lo := off / a * a
+	hi := (off + int64(n) + a - 1) / a * a
+	hi = min(hi, v.rec.Size)
+	return lo, make([]byte, hi-lo)
+}
+
+// WriteAt may transform p in place: the NBD server hands over its buffer.
+func (d *device) WriteAt(ctx context.Context, p []byte, off int64, fua bool) error {
+	v := d.v
+	if err := v.throttle(ctx, v.writeOps, v.writeBW, len(p)); err != nil {
+		return err
+	}
+	if err := v.write(ctx, p, off); err != nil {
+		return err
+	}
+	v.stats.writeOps.Add(1)
+	v.stats.writeBytes.Add(int64(len(p)))
+	if fua {
+		return d.Flush(ctx)
+	}
+	return nil
+}
+
+func (v *volume) write(ctx context.Context, p []byte, off int64) error {
+	st := v.stack.Load()
+	switch {
+	case st.Empty():
+		return v.writeRaw(ctx, p, off)
+	case st.Align <= 1 || off%int64(st.Align) == 0 && len(p)%st.Align == 0:
+		if err := st.Encode(off, p); err != nil {
+			return err
+		}
+		return v.writeRaw(ctx, p, off)
+	}
+	// A partial block: read it, patch it, write it whole.
+	v.rmw.Lock()
+	defer v.rmw.Unlock()
+	lo, buf := v.aligned(off, len(p), st.Align)
+	if err := v.readRaw(ctx, buf, lo); err != nil {
+		return err
+	}
+	if err := st.Decode(lo, buf); err != nil {
+		return err
+	}
+	copy(buf[off-lo:], p)
+	if err := st.Encode(lo, buf); err != nil {
+		return err
+	}
+	return v.writeRaw(ctx, buf, lo)
+}
+
+func (d *device) Flush(context.Context) error {
+	if err := d.v.back.sync(); err != nil {
+		return fmt.Errorf("volume %s: flush: %w", d.v.rec.Name, err)
+	}
+	return nil
+}
+
+func (d *device) Trim(ctx context.Context, off, n int64, fua bool) error {
+	// Trimmed bytes read back as anything (NBD): a hole decodes to the
+	// stack's image of zeros, which is allowed.
+	if err := d.v.back.punch(off, n); err != nil {
+		return err
+	}
+	if fua {
+		return d.Flush(ctx)
+	}
+	return nil
+}
+
+func (d *device) WriteZeroes(ctx context.Context, off, n int64, fua bool) error {
+	v := d.v
+	if err := v.throttle(ctx, v.writeOps, v.writeBW, int(min(n, 1<<30))); err != nil {
+		return err
+	}
+	if v.stack.Load().Empty() {
+		if err := v.back.punch(off, n); err != nil {
+			return err
+		}
+	} else {
+		// Zeros must read back as zeros: write their encoded form.
+		const chunk = 1 << 20
+		buf := make([]byte, min(n, chunk))
+		for n > 0 {
+			take := min(n, chunk)
+			b := buf[:take]
+			clear(b)
+			if err := v.write(ctx, b, off); err != nil {
+				return err
+			}
+			off += take
+			n -= take
+		}
+	}
+	v.stats.writeOps.Add(1)
+	if fua {
+		return d.Flush(ctx)
+	}
+	return nil
+}
