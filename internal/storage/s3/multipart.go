@@ -29,11 +29,14 @@ type uploadRecord struct {
 }
 
 // partRecord is the sidecar of one part: Facet's view plus the backend ETag
-// CompleteMultipartUpload needs.
+// of the part's data object.
 type partRecord struct {
 	Part        storage.Part `json:"part"`
 	BackendETag string       `json:"betag"`
 }
+
+// minBackendPart is the smallest non-last part S3 stores (5 MiB).
+const minBackendPart = 5 << 20
 
 func (b *Backend) putJSON(ctx context.Context, key string, v any) error {
 	js, err := json.Marshal(v)
@@ -52,6 +55,10 @@ func (b *Backend) getJSON(ctx context.Context, key string, v any) error {
 }
 
 func partName(n int) string { return fmt.Sprintf("part-%05d", n) }
+
+// partData names the backend object that holds part n's bytes until
+// Complete.
+func partData(n int) string { return fmt.Sprintf("data-%05d", n) }
 
 // CreateUpload starts a backend multipart upload at the final key.
 func (b *Backend) CreateUpload(ctx context.Context, bucket, key string, meta storage.ObjectMeta) (storage.Upload, error) {
@@ -145,8 +152,11 @@ func (s *spool) close() {
 	s.b.pool.Put(s.bufp)
 }
 
-// PutPart spools the part, lets Seal vet it, then uploads it as the backend
-// part of the same number.
+// PutPart spools the part, lets Seal vet it, then stores it as an object of
+// its own under the upload's directory. Parts are not backend parts yet:
+// filters (compression) can shrink a part below the 5 MiB S3 requires of
+// every part but the last, so which backend parts the object is made of is
+// decided at Complete, when all sizes are known.
 func (b *Backend) PutPart(ctx context.Context, bucket, key, uploadID string, number int, in storage.PutInput) (storage.Part, error) {
 	if number < 1 || number > 10000 {
 		return storage.Part{}, fmt.Errorf("s3 backend: part number %d: %w", number, storage.ErrInvalidPart)
@@ -169,21 +179,16 @@ func (b *Backend) PutPart(ctx context.Context, bucket, key, uploadID string, num
 	if err != nil {
 		return storage.Part{}, err
 	}
-	full := b.objKey(bucket, key)
+	dataKey := b.uploadDir(uploadID) + partData(number)
 	// The part streams from the spool: bound it by the caller's context and
 	// a timeout scaled to its size (1 MiB/s floor).
 	cctx, cancel := context.WithTimeout(ctx, b.timeout+time.Duration(sp.size>>20)*time.Second)
-	up, err := b.cli.UploadPart(cctx, &s3.UploadPartInput{
-		Bucket: &b.bucket, Key: &full, UploadId: &uploadID, PartNumber: aws.Int32(int32(number)),
-		Body: body, ContentLength: aws.Int64(sp.size),
+	up, err := b.cli.PutObject(cctx, &s3.PutObjectInput{
+		Bucket: &b.bucket, Key: &dataKey, Body: body, ContentLength: aws.Int64(sp.size),
 	})
 	cancel()
 	if err != nil {
-		err = mapErr(err)
-		if isNotFound(err) {
-			err = fmt.Errorf("s3 backend: upload %q: %w", uploadID, storage.ErrUploadNotFound)
-		}
-		return storage.Part{}, err
+		return storage.Part{}, mapErr(err)
 	}
 	p := storage.Part{Number: number, ETag: meta.ETag, Size: meta.Size, StoredSize: sp.size,
 		LastModified: time.Now().UTC(), Checksums: meta.Checksums, System: meta.System}
@@ -240,7 +245,6 @@ func (b *Backend) CompleteUpload(ctx context.Context, bucket, key, uploadID stri
 		return storage.ObjectInfo{}, err
 	}
 	dir := b.uploadDir(uploadID)
-	done := make([]types.CompletedPart, len(parts))
 	sizes := make([]int64, len(parts))
 	var total int64
 	for i, p := range parts {
@@ -254,7 +258,6 @@ func (b *Backend) CompleteUpload(ctx context.Context, bucket, key, uploadID stri
 		if !strings.EqualFold(strings.Trim(p.ETag, `"`), strings.Trim(rec.Part.ETag, `"`)) {
 			return storage.ObjectInfo{}, fmt.Errorf("s3 backend: part %d has ETag %q, not %q: %w", p.Number, rec.Part.ETag, p.ETag, storage.ErrInvalidPart)
 		}
-		done[i] = types.CompletedPart{PartNumber: aws.Int32(int32(p.Number)), ETag: aws.String(rec.BackendETag)}
 		sizes[i] = rec.Part.StoredSize
 		total += rec.Part.StoredSize
 	}
@@ -267,6 +270,10 @@ func (b *Backend) CompleteUpload(ctx context.Context, bucket, key, uploadID stri
 	full := b.objKey(bucket, key)
 	old, oldErr := b.head(ctx, full)
 	if err := b.putSmall(ctx, b.metaSidecar(up.Ref), js, nil); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	done, err := b.assemble(ctx, full, uploadID, parts, sizes)
+	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
 	cctx, cancel := b.call(ctx)
@@ -287,6 +294,101 @@ func (b *Backend) CompleteUpload(ctx context.Context, bucket, key, uploadID stri
 	}
 	b.dropUploadSidecars(ctx, uploadID)
 	return storage.ObjectInfo{Bucket: bucket, Key: key, LastModified: time.Now().UTC(), StoredSize: total, Meta: meta}, nil
+}
+
+// assemble turns the parts' data objects into the backend parts of the
+// upload at the final key. A part of at least 5 MiB met with nothing
+// pending is copied server-side (UploadPartCopy: no byte through Facet);
+// smaller ones are streamed through one pooled buffer and cut into parts
+// of the buffer's size, so every backend part but the last is big enough
+// whatever the filters made of the client's parts.
+func (b *Backend) assemble(ctx context.Context, full, uploadID string, parts []storage.CompletePart, sizes []int64) ([]types.CompletedPart, error) {
+	dir := b.uploadDir(uploadID)
+	bufp := b.pool.Get().(*[]byte)
+	defer b.pool.Put(bufp)
+	buf := *bufp
+	var done []types.CompletedPart
+	n := 0 // bytes pending in buf
+	flush := func() error {
+		num := int32(len(done) + 1)
+		cctx, cancel := context.WithTimeout(ctx, b.timeout+time.Duration(n>>20)*time.Second)
+		defer cancel()
+		up, err := b.cli.UploadPart(cctx, &s3.UploadPartInput{
+			Bucket: &b.bucket, Key: &full, UploadId: &uploadID, PartNumber: aws.Int32(num),
+			Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(int64(n)),
+		})
+		if err != nil {
+			return b.uploadErr(uploadID, err)
+		}
+		done = append(done, types.CompletedPart{PartNumber: aws.Int32(num), ETag: up.ETag})
+		n = 0
+		return nil
+	}
+	for i, p := range parts {
+		src := dir + partData(p.Number)
+		if n == 0 && sizes[i] >= minBackendPart {
+			num := int32(len(done) + 1)
+			cctx, cancel := context.WithTimeout(ctx, b.timeout+time.Duration(sizes[i]>>20)*time.Second)
+			up, err := b.cli.UploadPartCopy(cctx, &s3.UploadPartCopyInput{
+				Bucket: &b.bucket, Key: &full, UploadId: &uploadID, PartNumber: aws.Int32(num),
+				CopySource: aws.String(b.bucket + "/" + escapePath(src)),
+			})
+			cancel()
+			if err != nil {
+				return nil, b.uploadErr(uploadID, err)
+			}
+			done = append(done, types.CompletedPart{PartNumber: aws.Int32(num), ETag: up.CopyPartResult.ETag})
+			continue
+		}
+		body, err := b.getKey(ctx, src, sizes[i])
+		if err != nil {
+			return nil, err
+		}
+		for {
+			m, eof, err := readFull(body, buf[n:])
+			n += m
+			if err != nil {
+				body.Close()
+				return nil, mapErr(err)
+			}
+			if n == len(buf) {
+				if err := flush(); err != nil {
+					body.Close()
+					return nil, err
+				}
+			}
+			if eof {
+				break
+			}
+		}
+		body.Close()
+	}
+	if n > 0 || len(done) == 0 {
+		if err := flush(); err != nil {
+			return nil, err
+		}
+	}
+	return done, nil
+}
+
+// getKey streams a backend object of about size bytes by its full key,
+// under a timeout scaled to its size (1 MiB/s floor).
+func (b *Backend) getKey(ctx context.Context, key string, size int64) (io.ReadCloser, error) {
+	cctx, cancel := context.WithTimeout(ctx, b.timeout+time.Duration(size>>20)*time.Second)
+	out, err := b.cli.GetObject(cctx, &s3.GetObjectInput{Bucket: &b.bucket, Key: &key})
+	if err != nil {
+		cancel()
+		return nil, mapErr(err)
+	}
+	return &cancelOnClose{ReadCloser: out.Body, cancel: cancel}, nil
+}
+
+func (b *Backend) uploadErr(uploadID string, err error) error {
+	err = mapErr(err)
+	if isNotFound(err) {
+		err = fmt.Errorf("s3 backend: upload %q: %w", uploadID, storage.ErrUploadNotFound)
+	}
+	return err
 }
 
 // dropUploadSidecars removes an upload's records, best effort.

@@ -30,11 +30,17 @@
 // upload: nothing becomes visible and the old object stays. No copy is
 // needed, so there is no 5 GB CopyObject ceiling on PutObject.
 //
-// Facet multipart uploads are backend multipart uploads at the final key;
-// per-part Facet metadata (Seal results) lives in one small sidecar per part
-// so concurrent PutPart calls never read-modify-write a shared record. A part
-// is spooled (memory up to one pool buffer, a temporary file beyond) so that
-// Seal can veto it before the backend part is replaced.
+// Facet multipart uploads are backend multipart uploads at the final key.
+// Each Facet part is spooled (memory up to one pool buffer, a temporary file
+// beyond) so that Seal can veto it, then stored as an object of its own,
+// ROOT/.facet/uploads/<id>/data-NNNNN, with its Facet metadata (Seal
+// results) in one small sidecar per part, so concurrent PutPart calls never
+// read-modify-write a shared record. Complete then builds the backend parts:
+// a part of 5 MiB or more is copied server-side (UploadPartCopy), smaller
+// ones are streamed through one pooled buffer and re-cut into parts of the
+// buffer's size. That is what lets a filter shrink a client's part below the
+// 5 MiB S3 demands of every part but the last (compressed parts); the price
+// is that Complete copies the data once more inside the backend.
 //
 // Errors: missing keys/buckets/uploads map to storage sentinels; network
 // failures and backend 5xx/throttling map to storage.ErrUnavailable; every
@@ -47,9 +53,7 @@
 // falls inside, a common prefix, and a "truncated" page that ends exactly at
 // the last key, are resolved with one extra one-key listing.
 //
-// Known limits: a backend rejects non-last parts under 5 MiB, so a Facet
-// multipart upload whose filters shrink a part below that fails at Complete
-// (storage.ErrInvalidPart); UpdateMeta uses CopyObject and so is limited to
+// Known limits: UpdateMeta uses CopyObject and so is limited to
 // objects of 5 GB; CreateBucket is check-then-put (two gateways creating the
 // same bucket at once may both succeed); an overwrite deletes the previous
 // metadata sidecar after the swap, so a reader racing it re-reads the
