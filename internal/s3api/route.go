@@ -184,6 +184,9 @@ func resolveOperation(r *http.Request, t target, q url.Values) operation {
 	if has("acl") && r.Method == http.MethodGet {
 		return opGetObjectACL
 	}
+	if has("select") && r.Method == http.MethodPost {
+		return opSelectObjectContent
+	}
 	for _, s := range unsupportedSubresources {
 		if has(s) {
 			return opUnsupported

@@ -306,6 +306,8 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 		return s.abortMultipartUpload(w, req)
 	case opListParts:
 		return s.listParts(w, req)
+	case opSelectObjectContent:
+		return s.selectObjectContent(w, req)
 	}
 	return s3err.New(s3err.NotImplemented)
 }

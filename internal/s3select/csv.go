@@ -1,0 +1,201 @@
+package s3select
+
+import (
+	"bytes"
+	"io"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/facet-sds/facet/internal/s3select/sql"
+)
+
+// csvReader reads CSV records. Fields are strings that alias the read
+// buffer (no allocation per field); they are valid until the next record.
+type csvReader struct {
+	lines   *lineReader
+	fd, q   byte
+	esc     byte
+	comment byte
+	hasCmt  bool
+	// need is how many leading fields the query reads; the rest of a
+	// record is not split. -1 splits all.
+	need    int
+	row     csvRow
+	scratch []byte
+	offs    []int
+	records int64
+}
+
+func newCSVReader(src io.Reader, o *CSVInput) *csvReader {
+	c := &csvReader{
+		lines: newLineReader(src, o.RecordDelimiter),
+		fd:    o.FieldDelimiter[0], q: o.QuoteCharacter[0], esc: o.QuoteEscapeCharacter[0],
+		need: -1,
+	}
+	if o.Comments != "" {
+		c.comment, c.hasCmt = o.Comments[0], true
+	}
+	if o.AllowQuotedRecordDelimiter {
+		c.lines.quoted, c.lines.quote, c.lines.esc = true, c.q, c.esc
+	}
+	return c
+}
+
+// unsafeString views b as a string without copying.
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// next reads the next record; blank lines and comment lines are skipped.
+func (c *csvReader) next() (*csvRow, int64, error) {
+	for {
+		line, start, err := c.lines.next()
+		if err != nil {
+			return nil, 0, err
+		}
+		c.records++
+		if len(line) == 0 || c.hasCmt && line[0] == c.comment {
+			continue
+		}
+		if err := c.split(line, start); err != nil {
+			return nil, 0, err
+		}
+		return &c.row, start, nil
+	}
+}
+
+// split cuts line into fields. Without a quote character in the line,
+// fields are views of the line itself.
+func (c *csvReader) split(line []byte, start int64) error {
+	f := c.row.fields[:0]
+	if bytes.IndexByte(line, c.q) < 0 {
+		for c.need < 0 || len(f) < c.need {
+			i := bytes.IndexByte(line, c.fd)
+			if i < 0 {
+				f = append(f, unsafeString(line))
+				break
+			}
+			f = append(f, unsafeString(line[:i]))
+			line = line[i+1:]
+		}
+		c.row.fields = f
+		return nil
+	}
+	// Quoted fields are unescaped into scratch; offsets first, strings
+	// after, since scratch may move while it grows.
+	s, offs := c.scratch[:0], c.offs[:0]
+	pos := 0
+	for {
+		from := len(s)
+		if pos < len(line) && line[pos] == c.q {
+			pos++
+			closed := false
+			for pos < len(line) {
+				ch := line[pos]
+				if ch == c.esc && c.esc != c.q && pos+1 < len(line) && (line[pos+1] == c.q || line[pos+1] == c.esc) {
+					s = append(s, line[pos+1])
+					pos += 2
+					continue
+				}
+				if ch == c.q {
+					if c.esc == c.q && pos+1 < len(line) && line[pos+1] == c.q {
+						s = append(s, c.q)
+						pos += 2
+						continue
+					}
+					pos++
+					closed = true
+					break
+				}
+				s = append(s, ch)
+				pos++
+			}
+			if !closed {
+				return newError(CodeCSVParsingError, "record %d (offset %d): a quoted field is not closed", c.records, start)
+			}
+			for pos < len(line) && line[pos] != c.fd {
+				s = append(s, line[pos])
+				pos++
+			}
+		} else {
+			i := bytes.IndexByte(line[pos:], c.fd)
+			end := len(line)
+			if i >= 0 {
+				end = pos + i
+			}
+			s = append(s, line[pos:end]...)
+			pos = end
+		}
+		offs = append(offs, from, len(s))
+		if pos >= len(line) {
+			break
+		}
+		pos++ // the delimiter
+		if pos == len(line) {
+			offs = append(offs, len(s), len(s))
+			break
+		}
+	}
+	c.scratch, c.offs = s, offs
+	for i := 0; i < len(offs); i += 2 {
+		f = append(f, unsafeString(s[offs[i]:offs[i+1]]))
+	}
+	c.row.fields = f
+	return nil
+}
+
+// csvRow is a CSV record as the query sees it.
+type csvRow struct {
+	fields []string
+	names  []string // header names, or nil
+}
+
+func (r *csvRow) Field(i int) sql.Value {
+	if i < len(r.fields) {
+		return sql.Value{K: sql.String, S: r.fields[i]}
+	}
+	return sql.Value{}
+}
+
+func (r *csvRow) Named(string, bool) sql.Value { return sql.Value{} }
+
+func (r *csvRow) Doc() sql.Value {
+	o := &sql.Obj{}
+	for i, f := range r.fields {
+		o.Keys = append(o.Keys, columnName(r.names, i))
+		o.Vals = append(o.Vals, sql.NewString(f))
+	}
+	return sql.NewObject(o)
+}
+
+// columnName is a CSV column's output name: its header name, else _N.
+func columnName(names []string, i int) string {
+	if i < len(names) {
+		return names[i]
+	}
+	return "_" + strconv.Itoa(i+1)
+}
+
+// headerIndex resolves names against a header: exact match first, then
+// (unless exact is asked) ignoring case.
+func headerIndex(names []string) func(string, bool) (int, bool) {
+	return func(name string, exact bool) (int, bool) {
+		for i, n := range names {
+			if n == name {
+				return i, true
+			}
+		}
+		if !exact {
+			for i, n := range names {
+				if strings.EqualFold(n, name) {
+					return i, true
+				}
+			}
+		}
+		return 0, false
+	}
+}

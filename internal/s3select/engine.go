@@ -1,0 +1,448 @@
+package s3select
+
+import (
+	"compress/bzip2"
+	"compress/gzip"
+	"context"
+	"io"
+	"time"
+
+	"github.com/facet-sds/facet/internal/s3select/sql"
+)
+
+// Input is an object's logical bytes (after reverse filters), with random
+// access: CSV and JSON read it as one stream, Parquet by ranges.
+type Input interface {
+	Size() int64
+	Open(ctx context.Context, off, n int64) (io.ReadCloser, error)
+}
+
+// Sink receives a run's output. EventWriter is one (SelectObjectContent);
+// the select filter's plain stream is another.
+type Sink interface {
+	// Records receives serialized output records.
+	Records(p []byte) error
+	// Progress is called about once a second when progress was asked for.
+	Progress(Stats) error
+	// Cont is called when nothing was sent for a while: a keep-alive.
+	Cont() error
+}
+
+// Engine runs S3 Select requests. The native engine is the only one
+// today; the interface is where another (a vectorized or external one)
+// would plug in.
+type Engine interface {
+	// Prepare validates req and parses its SQL. Its errors are *Error and
+	// come before any response byte.
+	Prepare(req *Request) (Prepared, error)
+}
+
+// Prepared is a request ready to run over objects.
+type Prepared interface {
+	// Run streams the query's result over in to out and returns the
+	// byte counts. Errors are *Error (AsError converts).
+	Run(ctx context.Context, in Input, out Sink) (Stats, error)
+}
+
+// Native is the pure-Go engine.
+type Native struct {
+	// Now is the clock for progress and keep-alive events; nil is
+	// time.Now.
+	Now func() time.Time
+	// Tick is the period of Progress and Cont events (default 1 s).
+	Tick time.Duration
+}
+
+// Prepare implements Engine.
+func (n Native) Prepare(req *Request) (Prepared, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	q, err := sql.Parse(req.Expression)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	if len(q.FromPath) > 0 && req.Input.JSON == nil {
+		return nil, newError(sql.CodeParseInvalidPathComponent, "a path after S3Object is only valid for JSON input")
+	}
+	now, tick := n.Now, n.Tick
+	if now == nil {
+		now = time.Now
+	}
+	if tick <= 0 {
+		tick = time.Second
+	}
+	return &prepared{req: req, q: q, now: now, period: tick}, nil
+}
+
+type prepared struct {
+	req    *Request
+	q      *sql.Query
+	now    func() time.Time
+	period time.Duration
+}
+
+// outFlush is the output buffer size: one Records event.
+const outFlush = 256 << 10
+
+// run is one execution's state.
+type run struct {
+	*prepared
+	ctx      context.Context
+	out      Sink
+	enc      rowEncoder
+	prog     *sql.Program
+	buf      []byte
+	vals     []sql.Value
+	names    []string
+	stats    Stats
+	scanned  *countingReader
+	procd    *countingReader
+	last     time.Time
+	returned int64
+}
+
+func (p *prepared) Run(ctx context.Context, in Input, out Sink) (Stats, error) {
+	r := &run{prepared: p, ctx: ctx, out: out, enc: newEncoder(&p.req.Output), last: p.now()}
+	err := r.exec(in)
+	r.updateStats()
+	if err == nil {
+		err = r.flush()
+	}
+	if err != nil {
+		return r.stats, AsError(err)
+	}
+	return r.stats, nil
+}
+
+func (r *run) updateStats() {
+	if r.scanned != nil {
+		r.stats.BytesScanned = r.scanned.n
+	}
+	if r.procd != nil {
+		r.stats.BytesProcessed = r.procd.n
+	}
+	r.stats.BytesReturned = r.returned
+}
+
+func (r *run) flush() error {
+	if len(r.buf) == 0 {
+		return nil
+	}
+	r.returned += int64(len(r.buf))
+	err := r.out.Records(r.buf)
+	r.buf = r.buf[:0]
+	r.last = r.now()
+	return err
+}
+
+// tick sends Progress/Cont events when due and checks for cancellation.
+func (r *run) tick() error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	now := r.now()
+	if now.Sub(r.last) < r.period {
+		return nil
+	}
+	r.last = now
+	if r.req.RequestProgress.Enabled {
+		r.updateStats()
+		return r.out.Progress(r.stats)
+	}
+	return r.out.Cont()
+}
+
+// open returns the decompressed stream from off to the object's end.
+func (r *run) open(in Input, off int64) (io.ReadCloser, error) {
+	rc, err := in.Open(r.ctx, off, in.Size()-off)
+	if err != nil {
+		return nil, err
+	}
+	r.scanned = &countingReader{r: rc}
+	var s io.Reader = r.scanned
+	switch r.req.Input.CompressionType {
+	case "GZIP":
+		zr, err := gzip.NewReader(s)
+		if err != nil {
+			rc.Close()
+			return nil, &Error{Code: CodeInvalidCompressionFormat, Message: "the object is not GZIP-compressed data", Err: err}
+		}
+		s = &decompressErr{r: zr, name: "GZIP"}
+	case "BZIP2":
+		s = &decompressErr{r: bzip2.NewReader(s), name: "BZIP2"}
+	}
+	r.procd = &countingReader{r: s}
+	return struct {
+		io.Reader
+		io.Closer
+	}{r.procd, rc}, nil
+}
+
+// decompressErr reports corrupt compressed input with S3's code.
+type decompressErr struct {
+	r    io.Reader
+	name string
+}
+
+func (d *decompressErr) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if err != nil && err != io.EOF {
+		return n, &Error{Code: CodeInvalidCompressionFormat, Message: "the object is not valid " + d.name + " data", Err: err}
+	}
+	return n, err
+}
+
+// rowSource is a format reader.
+type rowSource interface {
+	nextRow() (sql.Row, int64, error)
+}
+
+type csvSource struct{ *csvReader }
+
+func (c csvSource) nextRow() (sql.Row, int64, error) {
+	r, off, err := c.next()
+	return r, off, err
+}
+
+type jsonSource struct{ *jsonReader }
+
+func (j jsonSource) nextRow() (sql.Row, int64, error) {
+	r, off, err := j.next()
+	return r, off, err
+}
+
+type parquetSource struct{ *parquetReader }
+
+func (p parquetSource) nextRow() (sql.Row, int64, error) {
+	r, off, err := p.next()
+	return r, off, err
+}
+
+func (r *run) exec(in Input) error {
+	size := in.Size()
+	start, end := r.req.scanBounds(size)
+	if r.req.Input.Parquet != nil {
+		return r.execParquet(in, start, end)
+	}
+	if size == 0 || start > end {
+		return r.finish()
+	}
+	off := start
+	if start > 0 {
+		off = start - 1
+	}
+	rc, err := r.open(in, off)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	var src rowSource
+	var csvr *csvReader
+	switch {
+	case r.req.Input.CSV != nil:
+		o := r.req.Input.CSV
+		csvr = newCSVReader(rc, o)
+		var names []string
+		if o.FileHeaderInfo != "NONE" {
+			names, err = r.header(in, o, csvr, start)
+			if err != nil {
+				return err
+			}
+		}
+		schema := sql.Schema{Positional: true}
+		if o.FileHeaderInfo == "USE" {
+			schema.Index = headerIndex(names)
+		}
+		if r.prog, err = sql.CompileQuery(r.q, schema); err != nil {
+			return err
+		}
+		csvr.row.names = names
+		if !r.prog.AllFields {
+			csvr.need = 0
+			if f := r.prog.Fields; len(f) > 0 {
+				csvr.need = f[len(f)-1] + 1
+			}
+		}
+		r.names = r.outNames(names)
+		src = csvSource{csvr}
+		if start > 0 {
+			if err := csvr.lines.skipPartial(); err != nil {
+				return err
+			}
+		}
+	default:
+		jr := newJSONReader(rc, r.req.Input.JSON, r.q.FromPath)
+		if r.prog, err = sql.CompileQuery(r.q, sql.Schema{}); err != nil {
+			return err
+		}
+		r.names = r.prog.Names
+		src = jsonSource{jr}
+		if start > 0 && jr.lines != nil {
+			if err := jr.lines.skipPartial(); err != nil {
+				return err
+			}
+		}
+	}
+	return r.loop(src, csvr, end-off)
+}
+
+// header reads the CSV header: from the stream itself when the scan
+// starts at the object's beginning, else from the object's first record.
+func (r *run) header(in Input, o *CSVInput, c *csvReader, start int64) ([]string, error) {
+	hc := c
+	if start > 0 {
+		rc, err := in.Open(r.ctx, 0, in.Size())
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		hc = newCSVReader(rc, o)
+	}
+	row, _, err := hc.next()
+	if err == io.EOF {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(row.fields))
+	for i, f := range row.fields {
+		names[i] = string([]byte(f))
+	}
+	return names, nil
+}
+
+// outNames are the output column names of a CSV query.
+func (r *run) outNames(header []string) []string {
+	if !r.prog.Star {
+		return r.prog.Names
+	}
+	return header
+}
+
+// loop evaluates every record whose offset is at most last.
+func (r *run) loop(src rowSource, csvr *csvReader, last int64) error {
+	limit := r.prog.Limit
+	var emitted int64
+	star := r.prog.Star && !r.prog.Aggregate
+	for n := 0; ; n++ {
+		if limit >= 0 && emitted >= limit && !r.prog.Aggregate {
+			break
+		}
+		row, off, err := src.nextRow()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if off > last {
+			break
+		}
+		if n&1023 == 0 {
+			if err := r.tick(); err != nil {
+				return err
+			}
+		}
+		ok, err := r.prog.Match(row)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if r.prog.Aggregate {
+			if err := r.prog.Accumulate(row); err != nil {
+				return err
+			}
+			continue
+		}
+		emitted++
+		if star {
+			if csvr != nil {
+				names := r.names
+				if len(names) < len(csvr.row.fields) {
+					names = starNames(names, len(csvr.row.fields))
+					r.names = names
+				}
+				r.buf = r.enc.raw(r.buf, names, csvr.row.fields)
+			} else {
+				r.buf = r.appendDoc(r.buf, row)
+			}
+		} else {
+			if r.vals, err = r.prog.Project(row, r.vals); err != nil {
+				return err
+			}
+			r.buf = r.enc.row(r.buf, r.names, r.vals)
+		}
+		if len(r.buf) >= outFlush {
+			if err := r.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return r.finish()
+}
+
+// starNames extends header names with _N for extra fields.
+func starNames(names []string, n int) []string {
+	out := append([]string(nil), names...)
+	for i := len(out); i < n; i++ {
+		out = append(out, columnName(nil, i))
+	}
+	return out
+}
+
+// appendDoc writes a whole record (SELECT * over JSON or Parquet).
+func (r *run) appendDoc(b []byte, row sql.Row) []byte {
+	doc := row.Doc()
+	if je, ok := r.enc.(*jsonEncoder); ok {
+		if doc.K == sql.Object {
+			b = doc.AppendJSON(b)
+		} else {
+			b = sql.NewObject(&sql.Obj{Keys: []string{"_1"}, Vals: []sql.Value{doc}}).AppendJSON(b)
+		}
+		return append(b, je.delim...)
+	}
+	if doc.K == sql.Object {
+		o := doc.ObjOf()
+		return r.enc.row(b, o.Keys, o.Vals)
+	}
+	if doc.K == sql.List {
+		return r.enc.row(b, nil, doc.ListOf())
+	}
+	return r.enc.row(b, []string{"_1"}, []sql.Value{doc})
+}
+
+// finish emits an aggregate query's row.
+func (r *run) finish() error {
+	if r.prog != nil && r.prog.Aggregate && r.prog.Limit != 0 {
+		vals, err := r.prog.Result(r.vals)
+		if err != nil {
+			return err
+		}
+		r.buf = r.enc.row(r.buf, r.prog.Names, vals)
+	}
+	return nil
+}
+
+func (r *run) execParquet(in Input, start, end int64) error {
+	r.scanned = &countingReader{}
+	pr, err := openParquet(r.ctx, in, &r.scanned.n)
+	if err != nil {
+		return err
+	}
+	defer pr.close()
+	r.procd = r.scanned
+	if r.req.ScanRange != nil {
+		pr.restrict(start, end)
+	}
+	schema := sql.Schema{Positional: true, Index: headerIndex(pr.names)}
+	if r.prog, err = sql.CompileQuery(r.q, schema); err != nil {
+		return err
+	}
+	pr.project(r.prog.AllFields, r.prog.Fields)
+	r.names = r.prog.Names
+	return r.loop(parquetSource{pr}, nil, 1<<62)
+}

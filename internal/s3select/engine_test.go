@@ -1,0 +1,166 @@
+package s3select
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"strings"
+	"testing"
+)
+
+// memInput is an Input over bytes.
+type memInput []byte
+
+func (m memInput) Size() int64 { return int64(len(m)) }
+func (m memInput) Open(_ context.Context, off, n int64) (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(m[off : off+n])), nil
+}
+
+type bufSink struct {
+	bytes.Buffer
+	progress, conts int
+}
+
+func (b *bufSink) Records(p []byte) error { _, err := b.Write(p); return err }
+func (b *bufSink) Progress(Stats) error   { b.progress++; return nil }
+func (b *bufSink) Cont() error            { b.conts++; return nil }
+
+func csvReq(expr, header string) *Request {
+	return &Request{Expression: expr, Input: InputSerialization{CSV: &CSVInput{FileHeaderInfo: header}},
+		Output: OutputSerialization{CSV: &CSVOutput{}}}
+}
+
+func runSelect(t *testing.T, req *Request, data []byte) (string, error) {
+	t.Helper()
+	p, err := Native{}.Prepare(req)
+	if err != nil {
+		return "", err
+	}
+	var out bufSink
+	_, err = p.Run(context.Background(), memInput(data), &out)
+	return out.String(), err
+}
+
+const people = "name,age,city\nalice,30,paris\nbob,25,\"new york, ny\"\ncarol,41,berlin\n# not a comment by default\n"
+
+func TestCSVQueries(t *testing.T) {
+	cases := []struct{ q, header, want string }{
+		{"SELECT * FROM S3Object", "USE", "alice,30,paris\nbob,25,\"new york, ny\"\ncarol,41,berlin\n# not a comment by default\n"},
+		{"SELECT s.name FROM S3Object s WHERE CAST(s.age AS INT) > 26", "USE", "alice\ncarol\n"},
+		{"SELECT name, age FROM S3Object WHERE city LIKE 'new%'", "USE", "bob,25\n"},
+		{"SELECT s._1 FROM S3Object s WHERE s._2 = '41'", "IGNORE", "carol\n"},
+		{"SELECT COUNT(*), SUM(CAST(age AS INT)), MAX(name) FROM S3Object WHERE age IS NOT NULL", "USE", "3,96,carol\n"},
+		{"SELECT UPPER(name) AS n FROM S3Object LIMIT 2", "USE", "ALICE\nBOB\n"},
+		{"SELECT name FROM S3Object WHERE age BETWEEN 25 AND 30 AND city IN ('paris', 'x')", "USE", "alice\n"},
+		{"SELECT SUBSTRING(name FROM 2 FOR 3), CHAR_LENGTH(city) FROM S3Object WHERE name = 'carol'", "USE", "aro,6\n"},
+		{"SELECT TRIM(LEADING 'a' FROM name) FROM S3Object WHERE name = 'alice'", "USE", "lice\n"},
+		{"SELECT EXTRACT(YEAR FROM TO_TIMESTAMP('2021-03-04T05:06:07Z')), DATE_DIFF(DAY, TO_TIMESTAMP('2021-01-01'), TO_TIMESTAMP('2021-03-01')) FROM S3Object LIMIT 1", "USE", "2021,59\n"},
+		{"SELECT TO_STRING(DATE_ADD(MONTH, 2, TO_TIMESTAMP('2021-01-31T00:00:00Z')), 'yyyy-MM-dd') FROM S3Object LIMIT 1", "USE", "2021-03-31\n"},
+		{"SELECT COALESCE(NULLIF(name, 'bob'), 'none') FROM S3Object WHERE age < 30", "USE", "none\n"},
+	}
+	for _, c := range cases {
+		got, err := runSelect(t, csvReq(c.q, c.header), []byte(people))
+		if err != nil {
+			t.Errorf("%s: %v", c.q, err)
+			continue
+		}
+		if got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.q, got, c.want)
+		}
+	}
+}
+
+func TestCSVOptions(t *testing.T) {
+	req := csvReq("SELECT s._2 FROM S3Object s", "NONE")
+	req.Input.CSV.FieldDelimiter = ";"
+	req.Input.CSV.Comments = "#"
+	req.Input.CSV.RecordDelimiter = "\r\n"
+	req.Input.CSV.QuoteCharacter = "'"
+	req.Input.CSV.AllowQuotedRecordDelimiter = true
+	got, err := runSelect(t, req, []byte("#c\r\na;'x\r\ny';z\r\nb;'it''s'\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\"x\r\ny\"\nit's\n"; got != want {
+		t.Fatalf("got %q want %q", got, want)
+	}
+}
+
+func TestJSONAndGzip(t *testing.T) {
+	doc := `{"a":{"b":[10,20]},"n":"x"} {"a":{"b":[30]},"n":"y"}`
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write([]byte(doc))
+	zw.Close()
+	req := &Request{Expression: "SELECT s.a.b[0] AS v, s.n FROM S3Object s WHERE s.a.b[0] > 15",
+		Input:  InputSerialization{JSON: &JSONInput{Type: "DOCUMENT"}, CompressionType: "GZIP"},
+		Output: OutputSerialization{JSON: &JSONOutput{}}}
+	got, err := runSelect(t, req, z.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"v":30,"n":"y"}` + "\n"; got != want {
+		t.Fatalf("got %q want %q", got, want)
+	}
+	req = &Request{Expression: "SELECT r.id FROM S3Object[*].rules[*] r",
+		Input:  InputSerialization{JSON: &JSONInput{}},
+		Output: OutputSerialization{CSV: &CSVOutput{}}}
+	got, err = runSelect(t, req, []byte(`{"rules":[{"id":1},{"id":2}]}`))
+	if err != nil || got != "1\n2\n" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+func TestScanRangeSplitsAddUp(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("id,v\n")
+	for i := 0; i < 500; i++ {
+		b.WriteString(strings.Repeat("x", i%17))
+		b.WriteString(",")
+		b.WriteString(strings.Repeat("y", i%5))
+		b.WriteString("\n")
+	}
+	data := []byte(b.String())
+	whole, err := runSelect(t, csvReq("SELECT * FROM S3Object", "USE"), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, split := range []int64{1, 7, 64, 1000} {
+		var all strings.Builder
+		for s := int64(0); s < int64(len(data)); s += split {
+			req := csvReq("SELECT * FROM S3Object", "USE")
+			st, en := s, s+split-1
+			req.ScanRange = &ScanRange{Start: &st, End: &en}
+			got, err := runSelect(t, req, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all.WriteString(got)
+		}
+		if all.String() != whole {
+			t.Fatalf("split %d: splits give %d bytes, whole %d", split, all.Len(), len(whole))
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	cases := []struct {
+		q, data, code string
+	}{
+		{"SELECT FROM S3Object", people, "ParseUnexpectedToken"}, {"SELECT name FROM S3Object WHERE", people, "ParseExpectedExpression"},
+		{"SELECT s._0 FROM S3Object s", people, "InvalidColumnIndex"},
+		{"SELECT s.nope FROM S3Object s", people, "MissingHeaders"},
+		{"SELECT * FROM S3Object WHERE name = 'x", people, "LexerInvalidLiteral"},
+		{"SELECT * FROM S3Object s WHERE s.a.[1] = 1", people, "ParseInvalidPathComponent"},
+		{"SELECT * FROM S3Object", "a,b\n\"x,y\n", "CSVParsingError"},
+		{"SELECT CAST(name AS INT) FROM S3Object", people, "CastFailed"},
+		{"SELECT FOO(name) FROM S3Object", people, "UnsupportedFunction"},
+	}
+	for _, c := range cases {
+		_, err := runSelect(t, csvReq(c.q, "USE"), []byte(c.data))
+		if err == nil || AsError(err).Code != c.code {
+			t.Errorf("%s: got %v, want code %s", c.q, err, c.code)
+		}
+	}
+}

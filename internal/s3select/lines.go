@@ -1,0 +1,143 @@
+package s3select
+
+import (
+	"bytes"
+	"io"
+)
+
+// maxRecordSize bounds one record: memory stays bounded whatever the
+// input (S3 allows 1 MiB; Facet is more generous).
+const maxRecordSize = 8 << 20
+
+// lineReader cuts a stream into records at a delimiter, in a buffer that
+// is reused: the returned slices are valid until the next call.
+type lineReader struct {
+	src  io.Reader
+	buf  []byte
+	r, w int
+	base int64 // stream offset of buf[0]
+	eof  bool
+	err  error
+
+	delim []byte
+	crlf  bool // delim is "\n": a preceding '\r' is dropped too
+	// quote, when set, makes delimiters inside quotes part of the
+	// record (AllowQuotedRecordDelimiter).
+	quote, esc byte
+	quoted     bool
+}
+
+func newLineReader(src io.Reader, delim string) *lineReader {
+	return &lineReader{src: src, buf: make([]byte, 1<<20), delim: []byte(delim), crlf: delim == "\n"}
+}
+
+func (l *lineReader) fill() error {
+	if l.r > 0 {
+		copy(l.buf, l.buf[l.r:l.w])
+		l.base += int64(l.r)
+		l.w -= l.r
+		l.r = 0
+	}
+	if l.w == len(l.buf) {
+		if len(l.buf) >= maxRecordSize {
+			return newError(CodeOverMaxRecordSize, "a record at offset %d is longer than %d bytes", l.base, maxRecordSize)
+		}
+		nb := make([]byte, 2*len(l.buf))
+		copy(nb, l.buf[:l.w])
+		l.buf = nb
+	}
+	n, err := l.src.Read(l.buf[l.w:])
+	l.w += n
+	if err == io.EOF {
+		l.eof = true
+		return nil
+	}
+	return err
+}
+
+// find returns the index of the record delimiter in b, or -1.
+func (l *lineReader) find(b []byte) int {
+	if !l.quoted {
+		if len(l.delim) == 1 {
+			return bytes.IndexByte(b, l.delim[0])
+		}
+		return bytes.Index(b, l.delim)
+	}
+	in := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case in && c == l.esc && l.esc != l.quote:
+			i++
+		case c == l.quote:
+			in = !in
+		case !in && c == l.delim[0] && (len(l.delim) == 1 || i+1 < len(b) && b[i+1] == l.delim[1]):
+			return i
+		}
+	}
+	return -1
+}
+
+// next returns the next record and the stream offset of its first byte;
+// io.EOF at the end.
+func (l *lineReader) next() ([]byte, int64, error) {
+	scanned := 0
+	for {
+		b := l.buf[l.r+scanned : l.w]
+		if !l.quoted {
+			// Unquoted search can resume where it stopped.
+			if i := l.find(b); i >= 0 {
+				end := l.r + scanned + i
+				return l.take(end, end+len(l.delim))
+			}
+			scanned = max(0, l.w-l.r-len(l.delim)+1)
+		} else if i := l.find(l.buf[l.r:l.w]); i >= 0 {
+			end := l.r + i
+			return l.take(end, end+len(l.delim))
+		}
+		if l.eof {
+			if l.r == l.w {
+				return nil, 0, io.EOF
+			}
+			return l.take(l.w, l.w)
+		}
+		if err := l.fill(); err != nil {
+			return nil, 0, err
+		}
+		scanned = min(scanned, l.w-l.r)
+	}
+}
+
+func (l *lineReader) take(end, next int) ([]byte, int64, error) {
+	line := l.buf[l.r:end]
+	start := l.base + int64(l.r)
+	l.r = next
+	if l.crlf && len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, start, nil
+}
+
+// skipPartial positions the reader at the first record that starts in
+// the range, given that the stream was opened one byte before the range:
+// if that byte ends a record, the range starts on a boundary; otherwise
+// the rest of the record it is in belongs to the previous range.
+func (l *lineReader) skipPartial() error {
+	for l.w == l.r && !l.eof {
+		if err := l.fill(); err != nil {
+			return err
+		}
+	}
+	if l.w == l.r {
+		return nil
+	}
+	if l.buf[l.r] == l.delim[len(l.delim)-1] {
+		l.r++
+		return nil
+	}
+	_, _, err := l.next()
+	if err == io.EOF {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,120 @@
+package s3select
+
+import (
+	"bytes"
+
+	"github.com/facet-sds/facet/internal/s3select/sql"
+)
+
+// rowEncoder serializes output rows into a byte buffer.
+type rowEncoder interface {
+	// row appends one record; names are the columns' names.
+	row(b []byte, names []string, vals []sql.Value) []byte
+	// raw appends a CSV record given as strings (the SELECT * fast path).
+	raw(b []byte, names []string, fields []string) []byte
+}
+
+func newEncoder(o *OutputSerialization) rowEncoder {
+	if o.JSON != nil {
+		return &jsonEncoder{delim: o.JSON.RecordDelimiter}
+	}
+	c := o.CSV
+	return &csvEncoder{
+		fd: c.FieldDelimiter[0], q: c.QuoteCharacter[0], esc: c.QuoteEscapeCharacter[0],
+		rd: c.RecordDelimiter, always: c.QuoteFields == "ALWAYS",
+	}
+}
+
+type csvEncoder struct {
+	fd, q, esc byte
+	rd         string
+	always     bool
+	scratch    []byte
+}
+
+func (e *csvEncoder) field(b []byte, s string) []byte {
+	need := e.always || s == ""
+	if !need {
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c == e.fd || c == e.q || c == '\n' || c == '\r' || c == e.esc && e.esc != e.q {
+				need = true
+				break
+			}
+		}
+		if !need && len(e.rd) > 0 && len(e.rd) != 1 && bytes.Contains([]byte(s), []byte(e.rd)) {
+			need = true
+		}
+	}
+	if !need || s == "" && !e.always {
+		return append(b, s...)
+	}
+	b = append(b, e.q)
+	for i := 0; i < len(s); i++ {
+		if s[i] == e.q {
+			b = append(b, e.esc)
+		}
+		b = append(b, s[i])
+	}
+	return append(b, e.q)
+}
+
+func (e *csvEncoder) row(b []byte, _ []string, vals []sql.Value) []byte {
+	for i, v := range vals {
+		if i > 0 {
+			b = append(b, e.fd)
+		}
+		if v.K == sql.String {
+			b = e.field(b, v.S)
+			continue
+		}
+		e.scratch = v.AppendText(e.scratch[:0])
+		b = e.field(b, string(e.scratch))
+	}
+	return append(b, e.rd...)
+}
+
+func (e *csvEncoder) raw(b []byte, _ []string, fields []string) []byte {
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, e.fd)
+		}
+		b = e.field(b, f)
+	}
+	return append(b, e.rd...)
+}
+
+type jsonEncoder struct{ delim string }
+
+func (e *jsonEncoder) row(b []byte, names []string, vals []sql.Value) []byte {
+	b = append(b, '{')
+	first := true
+	for i, v := range vals {
+		if v.K == sql.Missing {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = sql.AppendJSONString(b, names[i])
+		b = append(b, ':')
+		b = v.AppendJSON(b)
+	}
+	b = append(b, '}')
+	return append(b, e.delim...)
+}
+
+func (e *jsonEncoder) raw(b []byte, names []string, fields []string) []byte {
+	b = append(b, '{')
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = sql.AppendJSONString(b, names[i])
+		b = append(b, ':')
+		b = sql.AppendJSONString(b, f)
+	}
+	b = append(b, '}')
+	return append(b, e.delim...)
+}
