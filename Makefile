@@ -10,7 +10,7 @@ FUZZTIME      ?= 1m
 
 # The steps of `make test` run in the order written, never side by side.
 .NOTPARALLEL:
-.PHONY: all build run test vet deps unit fuzz fuzz-quick e2e e2e-go e2e-py bench clean redis-start redis-stop
+.PHONY: all build run test vet deps unit fuzz fuzz-quick e2e e2e-go e2e-gateway e2e-py bench clean redis-start redis-stop
 
 all: build
 
@@ -20,7 +20,7 @@ build:
 run: build
 	./scripts/run.sh
 
-test: vet unit fuzz-quick e2e-go e2e-py
+test: vet unit fuzz-quick e2e-go e2e-gateway e2e-py
 
 vet:
 	$(GO) vet ./...
@@ -46,6 +46,15 @@ e2e: e2e-go e2e-py
 
 e2e-go: build
 	FACET_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout 20m ./test/e2e/
+
+# The S3 conformance e2e again, through `facet gateway` over versitygw (with
+# redis-server and `facet bus`): the tests that do not look into a data
+# directory, minus three whose keys versitygw's posix store cannot hold
+# ("a" beside "a/b", "..", "a//b", control bytes): TestHostileKeys,
+# TestListEncodingTypeURL, TestVirtualHostStyle.
+E2E_GATEWAY_TESTS := ^(TestObjectPutGetHeadDelete|TestRangeGets|TestConditionalGets|TestResponseOverrides|TestCopyObject|TestDeleteObjects|TestBucketLifecycle|TestInvalidBucketNames|TestMultipartClients|TestMultipartLowLevel|TestListObjectsPaging|TestChecksums|TestChecksumMismatch|TestPresignedURLs|TestAuthFailures|TestCrossTenantDenial|TestMalformedXML|TestMetadataTooLarge|TestAtomicOverwrite)$$
+e2e-gateway: build
+	FACET_E2E_TARGET=gateway FACET_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout 10m -run '$(E2E_GATEWAY_TESTS)' ./test/e2e/
 
 # The venv is rebuilt whenever the pinned requirements change.
 $(VENV)/.installed: $(PY_REQS)

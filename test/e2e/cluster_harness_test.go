@@ -43,6 +43,8 @@ type clusterOptions struct {
 	// Prefix is the backend prefix under the versitygw bucket (default
 	// "fleet").
 	Prefix string
+	// Token is the fleet's admin token (default: a random one).
+	Token string
 }
 
 // cluster is a running fleet.
@@ -68,7 +70,10 @@ func startCluster(t *testing.T, opts clusterOptions) *cluster {
 	if opts.Prefix == "" {
 		opts.Prefix = "fleet"
 	}
-	c := &cluster{token: "fleet-admin-" + randHex(8)}
+	c := &cluster{token: opts.Token}
+	if c.token == "" {
+		c.token = "fleet-admin-" + randHex(8)
+	}
 	c.redis = startRedis(t)
 	busAddr := freeAddr(t)
 	c.bus = startBus(t, busAddr)
@@ -310,4 +315,20 @@ func (s *server) policyVersion(t *testing.T) float64 {
 func (s *server) logBytes() []byte {
 	b, _ := os.ReadFile(s.logPath)
 	return b
+}
+
+// EnvE2ETarget, set to "gateway", makes startServer (and every test that
+// starts a plain `facet serve` through it) run a one-gateway fleet
+// instead: redis-server, `facet bus`, versitygw and `facet gateway`. The
+// S3 conformance tests then pass through the gateway over the remote
+// backend (`make e2e-gateway` runs the subset that does not look into a
+// data directory).
+const EnvE2ETarget = "FACET_E2E_TARGET"
+
+func gatewayTarget() bool { return os.Getenv(EnvE2ETarget) == "gateway" }
+
+// startGatewayTarget is startServer's stand-in for FACET_E2E_TARGET=gateway.
+func startGatewayTarget(t *testing.T, token string) *server {
+	t.Helper()
+	return startCluster(t, clusterOptions{Gateways: 1, Token: token}).gw[0]
 }

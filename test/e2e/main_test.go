@@ -90,6 +90,9 @@ func startServerWithToken(t *testing.T, dataDir, token string) *server {
 // FACET_ADMIN_TOKEN or generates one).
 func startServerEnv(t *testing.T, dataDir, token string, env []string) *server {
 	t.Helper()
+	if env == nil && gatewayTarget() {
+		return startGatewayTarget(t, token)
+	}
 	var lastErr error
 	// Free ports are picked by binding :0 and closing, so another process
 	// may grab one in between; retry a few times in that case.
