@@ -74,6 +74,9 @@ type Config struct {
 	// Workload reports workload metrics (GET /v1/metrics); nil answers
 	// its routes 501.
 	Workload MetricsSource
+	// Filters registers filters at run time (WASM modules) and their
+	// dependencies; nil answers those routes 501.
+	Filters FilterAdmin
 	// Metrics serves GET /metrics (Prometheus); nil answers 404.
 	Metrics http.Handler
 	// MetricsToken is a bearer token good for /metrics only; the admin
@@ -103,6 +106,7 @@ type handler struct {
 	usage       UsageSource
 	controllers ControllerSource
 	workload    MetricsSource
+	filters     FilterAdmin
 	locator     Locator
 	node        string
 	nodes       NodeSource
@@ -151,6 +155,14 @@ var routes = []route{
 	{http.MethodGet, "/explain", (*handler).explain},
 	{http.MethodGet, "/filters", (*handler).listFilters},
 	{http.MethodGet, "/filters/{filter}", (*handler).getFilter},
+	{http.MethodPost, "/filters", (*handler).createFilter},
+	{http.MethodPut, "/filters/{filter}", (*handler).updateFilter},
+	{http.MethodPut, "/filters/{filter}/data", (*handler).uploadFilterData},
+	{http.MethodDelete, "/filters/{filter}", (*handler).deleteFilter},
+	{http.MethodPost, "/filters/dependencies", (*handler).putDependency},
+	{http.MethodGet, "/filters/dependencies", (*handler).listDependencies},
+	{http.MethodGet, "/filters/dependencies/{dep}", (*handler).getDependency},
+	{http.MethodDelete, "/filters/dependencies/{dep}", (*handler).deleteDependency},
 	{http.MethodGet, "/controllers", (*handler).listControllers},
 	{http.MethodGet, "/metrics", (*handler).listMetrics},
 	{http.MethodGet, "/metrics/{metric}", (*handler).getMetric},
@@ -160,7 +172,7 @@ var routes = []route{
 
 // New returns the control API handler.
 func New(cfg Config) http.Handler {
-	h := &handler{store: cfg.Store, policies: cfg.Policies, usage: cfg.Usage, controllers: cfg.Controllers, workload: cfg.Workload, log: cfg.Logger, mux: http.NewServeMux(),
+	h := &handler{store: cfg.Store, policies: cfg.Policies, usage: cfg.Usage, controllers: cfg.Controllers, workload: cfg.Workload, filters: cfg.Filters, log: cfg.Logger, mux: http.NewServeMux(),
 		locator: cfg.Locality, node: cfg.Node, nodes: cfg.Nodes}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

@@ -439,7 +439,7 @@ func (h *handler) filterList(r *http.Request) ([]FilterInfo, error) {
 	if fs == nil {
 		fs = []FilterInfo{}
 	}
-	return fs, nil
+	return visibleTo(r.URL.Query().Get("tenant"), fs), nil
 }
 
 func (h *handler) listFilters(w http.ResponseWriter, r *http.Request) error {

@@ -161,6 +161,9 @@ type FilterInfo struct {
 	Reversible bool          `json:"reversible"`
 	Params     []FilterParam `json:"params"`
 	Doc        string        `json:"doc,omitempty"`
+	// Owner is the tenant whose policies alone may use a run-time
+	// registered filter; empty for native and administrators' filters.
+	Owner string `json:"owner,omitempty"`
 }
 
 // FilterParam describes one typed parameter of a filter.
@@ -177,7 +180,7 @@ type FilterParam struct {
 // FilterInfoFrom converts a filter's self-description to the API's.
 func FilterInfoFrom(in *filter.Info) FilterInfo {
 	out := FilterInfo{
-		Name: in.Name, Version: in.Version, Kind: in.Kind, Reversible: in.Reversible, Doc: in.Doc,
+		Name: in.Name, Version: in.Version, Kind: in.Kind, Reversible: in.Reversible, Doc: in.Doc, Owner: in.Owner,
 		Methods: make([]string, 0, len(in.Methods)), Stages: make([]string, 0, len(in.Stages)),
 		Params: make([]FilterParam, 0, len(in.Params)),
 	}

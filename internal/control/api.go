@@ -27,7 +27,7 @@ func (s *Service) check(ctx context.Context, text string) (admin.ValidateResult,
 	if err != nil {
 		return admin.ValidateResult{}, nil, err
 	}
-	pols, err := policy.ParseAndCheck("", text, s.vocabulary(targets))
+	pols, err := policy.ParseAndCheck("", text, s.vocabulary(s.state.Load().registry, targets))
 	res := admin.ValidateResult{Policies: []admin.PolicySummary{}, Errors: []admin.Diagnostic{}, Warnings: []admin.Diagnostic{}}
 	if err != nil {
 		var pe *policy.Error
@@ -182,11 +182,12 @@ func explainStep(step policy.Step, note string) admin.ExplainStep {
 		Level: step.Level.String(), Target: step.Target, Callable: step.Callable, Note: note}
 }
 
-// Filters lists the registry.
+// Filters lists the registry in force.
 func (s *Service) Filters(context.Context) ([]admin.FilterInfo, error) {
 	out := []admin.FilterInfo{}
-	for _, n := range s.registry.Names() {
-		in, _ := s.registry.Lookup(n)
+	reg := s.state.Load().registry
+	for _, n := range reg.Names() {
+		in, _ := reg.Lookup(n)
 		out = append(out, admin.FilterInfoFrom(in))
 	}
 	return out, nil

@@ -42,6 +42,7 @@ type Store interface {
 type Service struct {
 	store    Store
 	registry *filter.Registry
+	dynamic  DynamicFilters
 	env      filter.Env
 	log      *slog.Logger
 	poll     time.Duration
@@ -61,6 +62,9 @@ type Service struct {
 // state is one compiled generation of the policy table, swapped atomically.
 type state struct {
 	version  uint64
+	// registry holds the native filters plus this generation's run-time
+	// registered ones (WASM): the table was checked against it.
+	registry *filter.Registry
 	table    *policy.Table
 	compiled *policy.Compiled
 	// dataKeys maps tenant to its current data-key id.
@@ -92,14 +96,24 @@ type Config struct {
 	// policy is checked, so a newly registered metric is usable without a
 	// restart; nil means policy.DefaultMetrics.
 	Metrics func() []policy.MetricInfo
+	// Dynamic, when set, builds the filters registered at run time (WASM
+	// modules) from the store's filter entries on every reload.
+	Dynamic DynamicFilters
 	// Poll is how often the store's change version is checked (default
 	// 250 ms), which bounds how long other nodes take to see a change.
 	Poll time.Duration
 }
 
+// DynamicFilters turns the store's filter entries into filter
+// descriptions. A filter that fails to load is left out and reported in
+// the error; the others are returned.
+type DynamicFilters interface {
+	Load(ctx context.Context, entries []meta.FilterEntry) ([]*filter.Info, error)
+}
+
 // New returns a service with an empty table; call Reload before serving.
 func New(cfg Config) *Service {
-	s := &Service{store: cfg.Store, registry: cfg.Registry, env: filter.Env{Keys: cfg.Keys}, log: cfg.Logger, poll: cfg.Poll,
+	s := &Service{store: cfg.Store, registry: cfg.Registry, dynamic: cfg.Dynamic, env: filter.Env{Keys: cfg.Keys}, log: cfg.Logger, poll: cfg.Poll,
 		metrics: cfg.Metrics, desired: map[string]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -108,7 +122,7 @@ func New(cfg Config) *Service {
 		s.poll = 250 * time.Millisecond
 	}
 	empty, _ := policy.Compile(nil, nil)
-	s.state.Store(&state{table: empty.Static(), compiled: empty, dataKeys: map[string]string{}, filters: new(sync.Map),
+	s.state.Store(&state{registry: cfg.Registry, table: empty.Static(), compiled: empty, dataKeys: map[string]string{}, filters: new(sync.Map),
 		groups: map[string][]string{}, stored: map[string]storedState{}, changed: make(chan struct{})})
 	return s
 }
@@ -161,7 +175,8 @@ func (s *Service) Reload(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	vocab := s.vocabulary(nil)
+	reg := s.generation(ctx, snap.Filters)
+	vocab := s.vocabulary(reg, nil)
 	vocab.AnyTarget = true // a target deleted since does not invalidate the rest
 	var pols []*policy.Policy
 	stored := make(map[string]storedState, len(snap.Policies))
@@ -194,7 +209,7 @@ func (s *Service) Reload(ctx context.Context) error {
 	for _, k := range snap.DataKeys {
 		dk[k.Tenant] = k.Current
 	}
-	st := &state{version: snap.Version, compiled: compiled, dataKeys: dk, filters: new(sync.Map), groups: groups, stored: stored}
+	st := &state{version: snap.Version, registry: reg, compiled: compiled, dataKeys: dk, filters: new(sync.Map), groups: groups, stored: stored}
 	if err := s.activate(st); err != nil {
 		return err
 	}
@@ -205,12 +220,12 @@ func (s *Service) Reload(ctx context.Context) error {
 
 // vocabulary is what policies are checked against. targets, when given,
 // lists the tenants, buckets and groups that exist.
-func (s *Service) vocabulary(targets *targetSet) *policy.StaticVocabulary {
+func (s *Service) vocabulary(reg *filter.Registry, targets *targetSet) *policy.StaticVocabulary {
 	metrics := policy.DefaultMetrics
 	if s.metrics != nil {
 		metrics = s.metrics
 	}
-	v := &policy.StaticVocabulary{Filters: s.registry, Metrics: metrics(), ObjectTypes: policy.DefaultObjectTypes()}
+	v := &policy.StaticVocabulary{Filters: reg, Metrics: metrics(), ObjectTypes: policy.DefaultObjectTypes()}
 	if targets != nil {
 		v.Tenants, v.Buckets, v.Groups, v.Volumes = targets.tenants, targets.buckets, targets.groups, targets.volumes
 	}

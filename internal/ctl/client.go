@@ -267,12 +267,6 @@ func (c *client) explain(ctx context.Context, q url.Values) (admin.Explanation, 
 	return out, err
 }
 
-func (c *client) listFilters(ctx context.Context) (admin.FilterList, error) {
-	var out admin.FilterList
-	err := c.do(ctx, http.MethodGet, "/filters", nil, &out)
-	return out, err
-}
-
 func (c *client) getFilter(ctx context.Context, name string) (admin.FilterInfo, error) {
 	var out admin.FilterInfo
 	err := c.do(ctx, http.MethodGet, "/filters/"+seg(name), nil, &out)

@@ -420,14 +420,16 @@ func params(m map[string]string) string {
 }
 
 func (o *options) filterCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "filter", Short: "Inspect the filter registry", Args: cobra.NoArgs}
+	cmd := &cobra.Command{Use: "filter", Short: "Inspect the filter registry; register WebAssembly filters", Args: cobra.NoArgs}
+	var tenant string
+	cmd.AddCommand(o.filterAdminCommands()...)
 	cmd.AddCommand(
 		&cobra.Command{
 			Use:   "list",
 			Short: "List filters: kind, methods, stages, reversibility, parameters",
 			Args:  cobra.NoArgs,
 			RunE: o.run(func(ctx context.Context, c *client, p *printer, _ []string) error {
-				fl, err := c.listFilters(ctx)
+				fl, err := c.listFiltersFor(ctx, tenant)
 				if err != nil {
 					return err
 				}
@@ -471,6 +473,9 @@ func (o *options) filterCommand() *cobra.Command {
 			}),
 		},
 	)
+	if ls, _, err := cmd.Find([]string{"list"}); err == nil {
+		ls.Flags().StringVar(&tenant, "tenant", "", "only what this tenant's policies may use (native, the administrators' and its own)")
+	}
 	return cmd
 }
 

@@ -71,9 +71,16 @@ func (p Pipeline) Put(ctx context.Context, req *filter.Request, plain io.Reader)
 	return stream, plan, nil
 }
 
+// FilterLookup finds a filter by name: a *filter.Registry, or the policy
+// service's registry in force, which includes filters registered at run
+// time.
+type FilterLookup interface {
+	Lookup(name string) (*filter.Info, bool)
+}
+
 // Decoders builds filter instances able to undo recorded plans.
 type Decoders struct {
-	Registry *filter.Registry
+	Registry FilterLookup
 	Env      filter.Env
 	// Observer, when set, is told each decoder's time.
 	Observer StepObserver

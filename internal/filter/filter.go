@@ -79,6 +79,9 @@ type Info struct {
 	Reversible bool        `json:"reversible"`
 	Params     []ParamSpec `json:"params"`
 	Doc        string      `json:"doc,omitempty"`
+	// Owner is the tenant whose policies alone may use the filter; empty
+	// for native filters and an administrator's (the marketplace).
+	Owner string `json:"owner,omitempty"`
 	// New builds an instance from validated Params.
 	New func(p Params, env Env) (Filter, error) `json:"-"`
 }
@@ -169,6 +172,16 @@ type Reversible interface {
 // authentication or do not parse: a GET must fail, never return wrong data.
 var ErrIntegrity = errors.New("stored data failed integrity check")
 
+// Failure is implemented by the errors of a filter that failed on its own
+// (a sandboxed module that trapped, looped, flooded...): the S3 front end
+// answers them with an error naming the filter and the reason. Their
+// message must quote neither the data nor the filter's parameters.
+type Failure interface {
+	error
+	FailedFilter() string
+	FailureReason() string
+}
+
 // Registry holds filter descriptions by name. Registering a name twice is
 // a programming error and panics, as in Caddy.
 type Registry struct {
@@ -190,6 +203,23 @@ func (r *Registry) Register(in *Info) {
 		panic(fmt.Sprintf("filter %q registered twice", in.Name))
 	}
 	r.byName[in.Name] = in
+}
+
+// Extend returns a new registry holding r's filters and infos, for a
+// generation of run-time registered filters; r is unchanged. A name that
+// r already holds is refused.
+func (r *Registry) Extend(infos ...*Info) (*Registry, error) {
+	out := &Registry{byName: make(map[string]*Info, len(r.byName)+len(infos))}
+	for n, in := range r.byName {
+		out.byName[n] = in
+	}
+	for _, in := range infos {
+		if _, dup := out.byName[in.Name]; dup {
+			return nil, fmt.Errorf("filter %q is already registered", in.Name)
+		}
+		out.byName[in.Name] = in
+	}
+	return out, nil
 }
 
 // Lookup returns the filter named name.

@@ -117,3 +117,8 @@ func paramInt(p Params, name string) (int64, error) {
 	}
 	return n, nil
 }
+
+// CheckParam validates a canonical value against its spec, as the
+// registry does before building an instance; run-time registered filters
+// use it to check their declared defaults.
+func CheckParam(ps *ParamSpec, v string) error { return checkParam(ps, v) }

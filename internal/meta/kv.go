@@ -34,12 +34,15 @@ const (
 	tblLeases        = "leases"         // lease name -> leaseRecord
 	tblPools         = "pools"          // pool name -> poolRecord
 	tblVolumes       = "volumes"        // volume name -> volumeRecord
+	tblFilterBlobs   = "filter_blobs"   // blob key -> raw bytes (WASM modules, dependency files)
+	tblFilterDeps    = "filter_deps"    // dependency name -> dependencyRecord
 )
 
 var allTables = []string{
 	tblSystem, tblTenants, tblKeys, tblTenantKeys, tblBuckets, tblTenantBuckets,
 	tblGroups, tblPolicies, tblPolicyNames, tblSLOs, tblDataKeys, tblFilters, tblLeases,
 	tblPools, tblVolumes,
+	tblFilterBlobs, tblFilterDeps,
 }
 
 // indexKey builds the composite key of an index table. Tenant names, access

@@ -371,6 +371,9 @@ func (c *checker) action(a *Action, volumes bool) {
 		c.errorf(a.FilterPos, suggest(a.Filter, append(c.v.FilterNames(), string(SLOBandwidth), string(SLOThrottle))), "unknown filter %q%s", a.Filter, c.blockOnlyHint(a.Filter))
 	}
 	a.Info = info
+	if info.Owner != "" {
+		c.owned(a, info)
+	}
 	if a.Verb == VerbDelete {
 		c.deleteAction(a, info.Name)
 		return
@@ -388,6 +391,22 @@ func (c *checker) action(a *Action, volumes bool) {
 		c.errorf(a.StagePos, "", "filter %s does not run at stage %s (it runs at %s)", info.Name, a.Stage, strings.Join(names, " and "))
 	}
 	a.Values = c.params(a, "filter "+info.Name, info.Params)
+}
+
+// owned refuses a tenant's own filter in a policy whose targets are not
+// all that tenant's: only an administrator's filters are shared.
+func (c *checker) owned(a *Action, info *filter.Info) {
+	for _, t := range c.p.Targets {
+		if t.Tenant == info.Owner {
+			continue
+		}
+		what := fmt.Sprintf("%s %s", t.Keyword, t.Name)
+		if t.Kind == TargetBucket && t.Tenant == "" {
+			what += " (write BUCKET " + info.Owner + "/" + t.Name + ")"
+		}
+		c.errorf(a.FilterPos, "", "filter %s belongs to tenant %s; only policies whose targets are all %s's can use it, not %s",
+			info.Name, info.Owner, info.Owner, what)
+	}
 }
 
 func hasStage(stages []filter.Stage, s filter.Stage) bool {

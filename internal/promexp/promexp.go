@@ -66,6 +66,7 @@ type Exporter struct {
 	filterBytes   *prometheus.CounterVec
 	throttled     *prometheus.CounterVec
 	restarts      *prometheus.CounterVec
+	filterFails   *prometheus.CounterVec
 
 	// Handles resolved once, so a request costs map reads, not label
 	// hashing under the vectors' locks.
@@ -126,7 +127,8 @@ func New(cfg Config) *Exporter {
 		Name: "facet_controller_restarts_total",
 		Help: "Restarts of supervised controllers after a failure or panic.",
 	}, []string{"controller"})
-	e.reg.MustRegister(e.requests, e.bytes, e.duration, e.active, e.filterSeconds, e.filterBytes, e.throttled, e.restarts,
+	e.filterFails = newFilterFailures()
+	e.reg.MustRegister(e.requests, e.bytes, e.duration, e.active, e.filterSeconds, e.filterBytes, e.throttled, e.restarts, e.filterFails,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Policies != nil {
 		p := cfg.Policies

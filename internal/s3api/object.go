@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/dataplane"
+	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/s3api/s3err"
 	"github.com/facet-sds/facet/internal/storage"
 )
@@ -23,11 +24,14 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // storageErr maps a backend error to its S3 error.
 func storageErr(err error, bucket, key string) error {
 	var e *s3err.Error
+	var ff filter.Failure
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, &ff):
+		return &s3err.Error{Code: s3err.FilterFailed, Bucket: bucket, Key: key, Message: ff.Error(), Err: err}
 	case errors.Is(err, storage.ErrBucketNotFound):
 		return &s3err.Error{Code: s3err.NoSuchBucket, Bucket: bucket, Err: err}
 	case errors.Is(err, storage.ErrBucketNotEmpty):

@@ -119,7 +119,18 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	// that memory and the policy table in step with the store.
 	cache := newMetaCache(store, 0)
 	fleet := newFleetSync(opts.Node, store, nil, work.bus, cache, logger)
-	policies := control.New(control.Config{Store: announcingStore{Store: store, sync: fleet}, Registry: registry, Logger: logger, Metrics: work.reg.PolicyMetrics})
+	// prom is set before the listeners start, hence before any filter runs.
+	var prom *promexp.Exporter
+	wasmDir := opts.DataDir
+	if opts.stateless {
+		wasmDir = ""
+	}
+	sandbox, err := startWasm(ctx, wasmDir, store, func(f, reason string) { prom.FilterFailed(f, reason) }, logger)
+	if err != nil {
+		return fmt.Errorf("wasm filters: %w", err)
+	}
+	defer sandbox.close()
+	policies := control.New(control.Config{Store: announcingStore{Store: store, sync: fleet}, Registry: registry, Dynamic: sandbox.catalog, Logger: logger, Metrics: work.reg.PolicyMetrics})
 	fleet.policies = policies
 	dataKeys, err := keys.New(masterKey, policies, 0)
 	if err != nil {
@@ -135,7 +146,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("policy sync: %w", err)
 	}
 
-	prom := promexp.New(promexp.Config{BucketLabels: opts.MetricsBucketLabels, Policies: policies, Logger: logger})
+	prom = promexp.New(promexp.Config{BucketLabels: opts.MetricsBucketLabels, Policies: policies, Logger: logger})
 	if err := fleet.register(prom.Registry()); err != nil {
 		return fmt.Errorf("fleet metrics: %w", err)
 	}
@@ -152,12 +163,13 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	s3 := s3api.New(s3api.Config{
 		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
 		Domains: opts.Domains, Region: opts.Region,
-		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: registry, Env: filter.Env{Keys: dataKeys}, Observer: prom},
+		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
 		Observer: promexp.Multi(prom, work.observer()),
 	})
 	adminHandler := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, fleet: fleet, log: logger}, Token: token, Logger: logger,
 		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
 		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken,
+		Filters: control.NewFilterAdmin(policies, announcingFilterStore{Store: store, sync: fleet}, sandbox.catalog),
 		Locality: locator(backend), Node: opts.Node, Nodes: admin.LocalNode(opts.Node, backend)})
 
 	s3ln, err := net.Listen("tcp", opts.S3Addr)

@@ -31,14 +31,34 @@ func New(ctx context.Context, rt *Runtime, info filter.Info, code []byte, lim Li
 	if info.Name == "" || info.Version < 1 {
 		return nil, fmt.Errorf("wasm filter: a name and a version >= 1 are required (got %q, %d)", info.Name, info.Version)
 	}
+	mod, err := rt.Compile(ctx, info.Name, code)
+	if err != nil {
+		return nil, err
+	}
+	return newInfo(info, map[int]Version{info.Version: {Module: mod}}, lim)
+}
+
+// Version is the code one version of a filter runs: its compiled module
+// and the host directory of its dependencies (mounted read-only at
+// /deps; empty for none).
+type Version struct {
+	Module *Module
+	Deps   string
+}
+
+// newInfo returns the description of a filter whose current version is
+// info.Version. versions holds that version and, for a reversible filter,
+// the earlier ones still kept: an object is undone by the version of the
+// module that wrote it, never by a later one.
+func newInfo(info filter.Info, versions map[int]Version, lim Limits) (*filter.Info, error) {
 	for _, ps := range info.Params {
 		if strings.HasPrefix(ps.Name, "_") || ps.Name == "" {
 			return nil, fmt.Errorf("wasm filter %q: parameter name %q is reserved", info.Name, ps.Name)
 		}
 	}
-	mod, err := rt.Compile(ctx, info.Name, code)
-	if err != nil {
-		return nil, err
+	cur, ok := versions[info.Version]
+	if !ok || cur.Module == nil {
+		return nil, fmt.Errorf("wasm filter %q: no module for its current version %d", info.Name, info.Version)
 	}
 	lim = lim.withDefaults()
 	in := info
@@ -48,9 +68,9 @@ func New(ctx context.Context, rt *Runtime, info filter.Info, code []byte, lim Li
 		if err != nil {
 			return nil, err
 		}
-		base := transformer{info: &in, mod: mod, params: params, lim: lim}
+		base := transformer{info: &in, ver: cur, params: params, lim: lim}
 		if in.Reversible {
-			return &reversible{t: base}, nil
+			return &reversible{t: base, versions: versions}, nil
 		}
 		return &base, nil
 	}
@@ -84,15 +104,15 @@ var (
 // transformer runs the module forward on the request's stream.
 type transformer struct {
 	info   *filter.Info
-	mod    *Module
+	ver    Version
 	params map[string]string
 	lim    Limits
 }
 
 func (t *transformer) Info() *filter.Info { return t.info }
 
-func (t *transformer) invocation(req *filter.Request, dir string, size int64, params map[string]string) Invocation {
-	inv := Invocation{Direction: dir, Size: size, Version: t.info.Version, Params: params}
+func (t *transformer) invocation(req *filter.Request, dir string, size int64, version int, deps string, params map[string]string) Invocation {
+	inv := Invocation{Direction: dir, Size: size, Version: version, Params: params, Deps: deps}
 	if req != nil {
 		inv.Tenant, inv.Bucket, inv.Key, inv.Method = req.Tenant, req.Bucket, req.Key, string(req.Method)
 		inv.ContentType = req.Header["Content-Type"]
@@ -110,13 +130,17 @@ func (t *transformer) Transform(ctx context.Context, req *filter.Request, in io.
 			dir = "get"
 		}
 	}
-	return t.mod.Run(ctx, t.invocation(req, dir, size, t.params), t.lim, in), nil
+	return t.ver.Module.Run(ctx, t.invocation(req, dir, size, t.info.Version, t.ver.Deps, t.params), t.lim, in), nil
 }
 
 // reversible runs the module with direction put on PUT and get on GET.
 // It holds its transformer rather than embedding it: a one-way Transform
-// of a reversible filter would store bytes no record can undo.
-type reversible struct{ t transformer }
+// of a reversible filter would store bytes no record can undo. versions
+// are the modules kept for undoing objects written by earlier versions.
+type reversible struct {
+	t        transformer
+	versions map[int]Version
+}
 
 func (r *reversible) Info() *filter.Info { return r.t.info }
 
@@ -128,7 +152,7 @@ func (r *reversible) Encode(ctx context.Context, req *filter.Request, plain io.R
 		size = req.Size
 	}
 	in := &counter{r: plain}
-	out := &counter{r: r.t.mod.Run(ctx, r.t.invocation(req, "put", size, r.t.params), r.t.lim, in)}
+	out := &counter{r: r.t.ver.Module.Run(ctx, r.t.invocation(req, "put", size, r.t.info.Version, r.t.ver.Deps, r.t.params), r.t.lim, in)}
 	rec := func() (filter.Record, error) {
 		if !out.eof {
 			return filter.Record{}, fmt.Errorf("wasm filter %q: record requested before the stream reached EOF", r.t.info.Name)
@@ -152,8 +176,9 @@ func (r *reversible) Decode(_ context.Context, req *filter.Request, rec filter.R
 	if rec.Filter != name {
 		return nil, fmt.Errorf("wasm filter %q: asked to undo a record of filter %q: %w", name, rec.Filter, filter.ErrIntegrity)
 	}
-	if rec.Version < 1 || rec.Version > r.t.info.Version {
-		return nil, fmt.Errorf("wasm filter %q: record version %d, this server undoes 1..%d", name, rec.Version, r.t.info.Version)
+	ver, ok := r.versions[rec.Version]
+	if !ok {
+		return nil, fmt.Errorf("wasm filter %q: the object was written by version %d, whose module is no longer kept (current version %d)", name, rec.Version, r.t.info.Version)
 	}
 	if src.Size() != rec.Size {
 		return nil, fmt.Errorf("wasm filter %q: stored stream holds %d bytes, record says %d: %w", name, src.Size(), rec.Size, filter.ErrIntegrity)
@@ -177,16 +202,18 @@ func (r *reversible) Decode(_ context.Context, req *filter.Request, rec filter.R
 		c := *req
 		cp = &c
 	}
-	return &decoded{r: r, req: cp, params: params, src: src, size: plain}, nil
+	return &decoded{r: r, ver: ver, version: rec.Version, req: cp, params: params, src: src, size: plain}, nil
 }
 
 // decoded is the plain view of a stored stream.
 type decoded struct {
-	r      *reversible
-	req    *filter.Request
-	params map[string]string
-	src    filter.Source
-	size   int64
+	r       *reversible
+	ver     Version
+	version int
+	req     *filter.Request
+	params  map[string]string
+	src     filter.Source
+	size    int64
 }
 
 func (d *decoded) Size() int64 { return d.size }
@@ -199,7 +226,7 @@ func (d *decoded) Open(ctx context.Context, off, n int64) (io.ReadCloser, error)
 	if err != nil {
 		return nil, err
 	}
-	out := d.r.t.mod.Run(ctx, d.r.t.invocation(d.req, "get", d.src.Size(), d.params), d.r.t.lim, stored)
+	out := d.ver.Module.Run(ctx, d.r.t.invocation(d.req, "get", d.src.Size(), d.version, d.ver.Deps, d.params), d.r.t.lim, stored)
 	rc := &rangeReader{out: out, stored: stored, name: d.r.t.info.Name, n: n, atEnd: off+n == d.size}
 	if _, err := io.CopyN(io.Discard, out, off); err != nil {
 		_ = rc.Close()

@@ -16,6 +16,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 // The reasons an invocation fails; *Error wraps one of them.
@@ -45,6 +47,38 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Reason }
 
+// FailedFilter implements filter.Failure.
+func (e *Error) FailedFilter() string { return e.Filter }
+
+// FailureReason implements filter.Failure: a short label (trap, timeout,
+// memory, output, exit, canceled), the metric's reason label.
+func (e *Error) FailureReason() string { return reasonLabel(e.Reason) }
+
+var _ filter.Failure = (*Error)(nil)
+
+// reasonLabel names a failure reason for metrics.
+func reasonLabel(r error) string {
+	switch {
+	case errors.Is(r, ErrTrap):
+		return "trap"
+	case errors.Is(r, ErrDeadline):
+		return "timeout"
+	case errors.Is(r, ErrMemory):
+		return "memory"
+	case errors.Is(r, ErrOutputCap):
+		return "output"
+	case errors.Is(r, ErrExit):
+		return "exit"
+	case errors.Is(r, ErrCanceled):
+		return "canceled"
+	}
+	return "other"
+}
+
+// DepsPath is where a filter's dependencies appear in its file system:
+// /deps/<dependency name>.
+const DepsPath = "/deps"
+
 // Invocation is the request context a module is run with; it reaches the
 // module as environment variables (see docs/filters.md).
 type Invocation struct {
@@ -57,6 +91,9 @@ type Invocation struct {
 	Direction   string // "put" or "get"
 	Version     int
 	Params      map[string]string
+	// Deps is a host directory mounted read-only at /deps (the filter's
+	// declared dependencies); empty mounts nothing.
+	Deps string
 }
 
 // args and env build the module's argv and environment: argv is the
@@ -144,6 +181,9 @@ func (m *Module) Run(ctx context.Context, inv Invocation, lim Limits, in io.Read
 	for _, kv := range inv.env(m.name) {
 		cfg = cfg.WithEnv(kv[0], kv[1])
 	}
+	if inv.Deps != "" {
+		cfg = cfg.WithFSConfig(wazero.NewFSConfig().WithReadOnlyDirMount(inv.Deps, DepsPath))
+	}
 
 	go func() {
 		defer cancel(nil)
@@ -153,7 +193,12 @@ func (m *Module) Run(ctx context.Context, inv Invocation, lim Limits, in io.Read
 		}
 		wd.stop()
 		stderr.finish()
-		pw.CloseWithError(m.classify(ctx, err, stderr))
+		cerr := m.classify(ctx, err, stderr)
+		var fe *Error
+		if errors.As(cerr, &fe) && m.rt.onFailure != nil && !errors.Is(fe.Reason, ErrCanceled) {
+			m.rt.onFailure(m.name, fe.FailureReason())
+		}
+		pw.CloseWithError(cerr)
 	}()
 	return &output{pr: pr, stop: func() {
 		cancel(&Error{Filter: m.name, Reason: ErrCanceled, Detail: "output closed before EOF"})

@@ -28,6 +28,10 @@ type Config struct {
 	MemoryPages uint32
 	// Logger receives filters' stderr; nil means slog.Default().
 	Logger *slog.Logger
+	// OnFailure, when set, is told each failed invocation's filter and
+	// reason (trap, timeout, memory, output, exit), for metrics; a request
+	// canceled by its client is not the filter's failure and is not told.
+	OnFailure func(filter, reason string)
 }
 
 // DefaultMemoryPages is 128 MiB: a Go wasip1 module needs a few MiB for
@@ -36,10 +40,11 @@ const DefaultMemoryPages = 2048
 
 // Runtime compiles and runs filter modules. It is safe for concurrent use.
 type Runtime struct {
-	rt     wazero.Runtime
-	cache  wazero.CompilationCache
-	pages  uint32
-	logger *slog.Logger
+	rt        wazero.Runtime
+	cache     wazero.CompilationCache
+	pages     uint32
+	logger    *slog.Logger
+	onFailure func(filter, reason string)
 }
 
 // NewRuntime returns a runtime; Close releases it.
@@ -71,7 +76,7 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("wasm: instantiating WASI: %w", err)
 	}
-	return &Runtime{rt: rt, cache: cache, pages: pages, logger: logger}, nil
+	return &Runtime{rt: rt, cache: cache, pages: pages, logger: logger, onFailure: cfg.OnFailure}, nil
 }
 
 // Close releases every compiled module and instance.

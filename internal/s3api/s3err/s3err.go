@@ -30,6 +30,11 @@ var (
 	EntityTooSmall                    = Code{"EntityTooSmall", http.StatusBadRequest, "Your proposed upload is smaller than the minimum allowed object size."}
 	ExpiredToken                      = Code{"AccessDenied", http.StatusForbidden, "Request has expired"}
 	IncompleteBody                    = Code{"IncompleteBody", http.StatusBadRequest, "You did not provide the number of bytes specified by the Content-Length HTTP header."}
+	// FilterFailed: a filter of the request's pipeline (a sandboxed WASM
+	// module) failed on this data: it trapped, ran out of time or memory,
+	// wrote too much or exited non-zero. Not retryable as such (4xx); the
+	// message names the filter and the reason.
+	FilterFailed                      = Code{"FilterFailed", http.StatusUnprocessableEntity, "A filter of this request's pipeline failed."}
 	InternalError                     = Code{"InternalError", http.StatusInternalServerError, "We encountered an internal error. Please try again."}
 	InvalidAccessKeyID                = Code{"InvalidAccessKeyId", http.StatusForbidden, "The AWS Access Key Id you provided does not exist in our records."}
 	InvalidArgument                   = Code{"InvalidArgument", http.StatusBadRequest, "Invalid Argument"}
