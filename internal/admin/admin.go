@@ -88,6 +88,8 @@ type Config struct {
 	Node     string
 	// Nodes reports GET /nodes; nil answers 501.
 	Nodes NodeSource
+	// QoS serves /slos and the /bw views (slo.go); nil answers 501.
+	QoS QoSService
 }
 
 // maxBody bounds request bodies; the API's bodies are a few bytes of JSON.
@@ -110,6 +112,7 @@ type handler struct {
 	locator     Locator
 	node        string
 	nodes       NodeSource
+	qos         QoSService
 	log         *slog.Logger
 	tokenHash   *[sha256.Size]byte // nil: no token configured, refuse all
 	// metricsHash is MetricsToken's; nil when there is none.
@@ -168,6 +171,13 @@ var routes = []route{
 	{http.MethodGet, "/metrics/{metric}", (*handler).getMetric},
 	{http.MethodGet, "/locality/{bucket}/{key...}", (*handler).locality},
 	{http.MethodGet, "/nodes", (*handler).listNodes},
+	{http.MethodGet, "/slos", (*handler).listSLOs},
+	{http.MethodGet, "/slos/{name}", (*handler).getSLO},
+	{http.MethodPut, "/slos/{name}", (*handler).putSLO},
+	{http.MethodDelete, "/slos/{name}", (*handler).deleteSLO},
+	{http.MethodGet, "/bw", (*handler).bandwidth},
+	{http.MethodGet, "/bw/osinfo", (*handler).bandwidthOSInfo},
+	{http.MethodGet, "/bw/nodes/{node}", (*handler).bandwidthNode},
 }
 
 // New returns the control API handler.
@@ -177,6 +187,7 @@ func New(cfg Config) http.Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.qos = cfg.QoS
 	if cfg.Token != "" {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		h.tokenHash = &sum

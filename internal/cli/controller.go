@@ -44,6 +44,7 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&opts.AdminAddr, "admin-addr", "", "serve /healthz and GET /v1/controllers here; empty opens no port")
 	f.StringVar(&opts.AdminToken, "admin-token", "", "bearer token for GET /v1/controllers; prefer FACET_ADMIN_TOKEN")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	qosFlags(f, &opts.QoS, false)
 	return cmd
 }
 

@@ -58,5 +58,6 @@ func requestFlags(f *pflag.FlagSet, opts *server.Options, logLevel *string) {
 	f.BoolVar(&opts.MetricsBucketLabels, "metrics-bucket-labels", false, "add bucket labels to the Prometheus request and byte counters (one series set per bucket)")
 	f.StringVar(&opts.Node, "node", "", "this gateway's name in workload-metric samples (default: host name and a random suffix)")
 	f.DurationVar(&opts.MetricsPeriod, "metrics-period", time.Second, "workload-metric period: each node publishes one sample per metric per period")
+	qosFlags(f, &opts.QoS, true)
 	f.BoolVar(&opts.NoWorkloadMetrics, "no-workload-metrics", false, "do not measure requests for dynamic policies (their controllers then hold)")
 }

@@ -27,6 +27,7 @@ func sloInfo(k SLOKind) *filter.Info {
 				{Name: "limit", Type: filter.TypeRate, Doc: "bandwidth cap"},
 				{Name: "weight", Type: typeFloat, Min: 0.001, Max: 1e6, Doc: "share of spare bandwidth"},
 				{Name: "ops", Type: typeOpsRate, Doc: "operations per second"},
+				{Name: "background", Type: filter.TypeRate, Doc: "cap of Facet's background work for the tenant (multipart cleanup...)"},
 			}}
 	case SLOThrottle:
 		return &filter.Info{Name: string(k), Kind: "slo", Version: 1, Doc: "volume throttles",

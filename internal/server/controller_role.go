@@ -14,6 +14,7 @@ import (
 
 	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/control"
+	"github.com/facet-sds/facet/internal/controller"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/filter/wasm"
 	"github.com/facet-sds/facet/internal/meta"
@@ -49,6 +50,8 @@ type ControllerOptions struct {
 	// AdminAddr, when set, serves /healthz and GET /v1/controllers.
 	AdminAddr  string
 	AdminToken string
+	// QoS configures the bandwidth controller (qos.go).
+	QoS QoSOptions
 	// Ready, when set, is called with the admin address once it listens.
 	Ready func(adminAddr string)
 }
@@ -94,7 +97,11 @@ func RunController(ctx context.Context, opts ControllerOptions, logger *slog.Log
 		return fmt.Errorf("policy sync: %w", err)
 	}
 
-	role := &controllerRole{id: opts.ID, ttl: opts.LeaseTTL, store: store, policies: policies, feed: work.feed(), log: logger}
+	bandwidth, err := controllerRoleQoS(ctx, opts.QoS, metaSLOs{store}, policies, work.bus, logger)
+	if err != nil {
+		return fmt.Errorf("qos: %w", err)
+	}
+	role := &controllerRole{id: opts.ID, ttl: opts.LeaseTTL, store: store, policies: policies, feed: work.feed(), log: logger, bandwidth: bandwidth}
 	var adminSrv *http.Server
 	errc := make(chan error, 1)
 	if opts.AdminAddr != "" {
@@ -139,6 +146,8 @@ type controllerRole struct {
 	policies *control.Service
 	feed     control.Feed
 	log      *slog.Logger
+	// bandwidth adds the global bandwidth controller while the lease is held.
+	bandwidth func(*controller.Supervisor) error
 
 	mu          sync.Mutex
 	controllers admin.ControllerSource // nil while standby
@@ -181,7 +190,7 @@ func (r *controllerRole) run(ctx context.Context) {
 			renewed = time.Now()
 			if stopControllers == nil {
 				cctx, cancel := context.WithCancel(ctx)
-				src, err := startControllers(cctx, r.policies, r.feed, nil, r.log)
+				src, err := startControllers(cctx, r.policies, r.feed, nil, r.log, r.bandwidth)
 				if err != nil {
 					cancel()
 					r.log.Error("controllers failed to start", "err", err)

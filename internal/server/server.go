@@ -76,6 +76,8 @@ type Options struct {
 	// fleet whose controllers run as `facet controller`. It still
 	// publishes its samples and follows the stored activations.
 	NoControllers bool
+	// QoS configures bandwidth and IOPS QoS (qos.go).
+	QoS QoSOptions
 	// Out receives the one-time announcement of a generated admin token.
 	Out io.Writer
 	// Ready, when set, is called with the bound addresses once both
@@ -156,19 +158,23 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	if opts.NoControllers {
 		metricFeed = nil
 	}
-	controllers, err := startControllers(ctx, policies, metricFeed, prom, logger)
+	qr, err := startQoS(ctx, opts.QoS, opts.Node, metaSLOs{store}, policies, work.bus, prom.Throttled, logger)
+	if err != nil {
+		return fmt.Errorf("qos: %w", err)
+	}
+	controllers, err := startControllers(ctx, policies, metricFeed, prom, logger, qr.globals(opts.NoControllers, work.bus, logger)...)
 	if err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
 	s3 := s3api.New(s3api.Config{
 		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
-		Domains: opts.Domains, Region: opts.Region,
+		Domains: opts.Domains, Region: opts.Region, QoS: qr.s3(),
 		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
 		Observer: promexp.Multi(prom, work.observer()),
 	})
 	adminHandler := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, fleet: fleet, log: logger}, Token: token, Logger: logger,
 		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
-		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken,
+		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, QoS: qr.admin(),
 		Filters: control.NewFilterAdmin(policies, announcingFilterStore{Store: store, sync: fleet}, sandbox.catalog),
 		Locality: locator(backend), Node: opts.Node, Nodes: admin.LocalNode(opts.Node, backend)})
 

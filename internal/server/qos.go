@@ -1,0 +1,420 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/bus"
+	"github.com/facet-sds/facet/internal/controller"
+	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/policy"
+	"github.com/facet-sds/facet/internal/qos"
+	"github.com/facet-sds/facet/internal/s3api"
+)
+
+// QoSOptions configure bandwidth and IOPS QoS on a gateway and the global
+// bandwidth controller.
+type QoSOptions struct {
+	// Off passes every request through unshaped (benchmarks compare).
+	Off bool
+	// Capacity is this node's capacity in bytes/s (a gateway), or the
+	// capacity of nodes that report none (the controller); 0 lets the
+	// controller estimate it from saturation.
+	Capacity float64
+	// Algorithm is the controller's: crystal (default), maxmin or psfa.
+	Algorithm string
+	// Period is the report and controller period; 0 means 500 ms.
+	Period time.Duration
+	// OpsQueue is how long an operation over its ops rate may queue
+	// before SlowDown; 0 means 250 ms.
+	OpsQueue time.Duration
+}
+
+func (o QoSOptions) period() time.Duration {
+	if o.Period <= 0 {
+		return 500 * time.Millisecond
+	}
+	return o.Period
+}
+
+// sloStore is what QoS needs of the metadata store.
+type sloStore interface {
+	PutSLO(ctx context.Context, tenant string, spec []byte) (meta.SLO, error)
+	GetSLO(ctx context.Context, tenant string) (meta.SLO, error)
+	ListSLOs(ctx context.Context) ([]meta.SLO, error)
+	DeleteSLO(ctx context.Context, tenant string) error
+}
+
+// metaSLOs adapts *meta.Store (json.RawMessage specs) to sloStore.
+type metaSLOs struct{ s *meta.Store }
+
+func (m metaSLOs) PutSLO(ctx context.Context, tenant string, spec []byte) (meta.SLO, error) {
+	return m.s.PutSLO(ctx, tenant, spec)
+}
+func (m metaSLOs) GetSLO(ctx context.Context, t string) (meta.SLO, error) { return m.s.GetSLO(ctx, t) }
+func (m metaSLOs) ListSLOs(ctx context.Context) ([]meta.SLO, error)       { return m.s.ListSLOs(ctx) }
+func (m metaSLOs) DeleteSLO(ctx context.Context, t string) error          { return m.s.DeleteSLO(ctx, t) }
+
+// policySLOs is what QoS reads of the policy table.
+type policySLOs interface {
+	BandwidthSLO(tenant string) (filter.Params, bool)
+	BandwidthSLOs() []policy.SLO
+}
+
+// sloCache is the effective SLO of every tenant, read from memory on the
+// data path: the store's API records (reloaded every period; the last
+// good copy is kept while the store is away) over the policy table's SET
+// bandwidth records.
+type sloCache struct {
+	store    sloStore
+	policies policySLOs
+	log      *slog.Logger
+
+	api    atomic.Pointer[map[string]qos.SLO]
+	warned atomic.Bool
+}
+
+func newSLOCache(store sloStore, policies policySLOs, logger *slog.Logger) *sloCache {
+	c := &sloCache{store: store, policies: policies, log: logger}
+	c.api.Store(&map[string]qos.SLO{})
+	return c
+}
+
+// refresh reloads the API records; on failure the last ones stay.
+func (c *sloCache) refresh(ctx context.Context) {
+	list, err := c.store.ListSLOs(ctx)
+	if err != nil {
+		if ctx.Err() == nil && c.warned.CompareAndSwap(false, true) {
+			c.log.Warn("SLO records unavailable; keeping the last ones", "err", err)
+		}
+		return
+	}
+	c.warned.Store(false)
+	m := make(map[string]qos.SLO, len(list))
+	for _, s := range list {
+		slo, err := qos.DecodeSLO(s.Spec)
+		if err != nil {
+			c.log.Warn("stored SLO ignored", "tenant", s.Tenant, "err", err)
+			continue
+		}
+		m[s.Tenant] = slo
+	}
+	c.api.Store(&m)
+}
+
+// SLO implements qos.SLOSource.
+func (c *sloCache) SLO(tenant string) (qos.SLO, bool) {
+	if s, ok := (*c.api.Load())[tenant]; ok {
+		return s, true
+	}
+	if c.policies == nil {
+		return qos.SLO{}, false
+	}
+	p, ok := c.policies.BandwidthSLO(tenant)
+	if !ok {
+		return qos.SLO{}, false
+	}
+	s, err := qos.SLOFromParams(p)
+	return s, err == nil
+}
+
+// qosRuntime is a gateway's QoS: the limiter on its request path, the
+// agent that reports and applies assignments, and the fleet view.
+type qosRuntime struct {
+	opts    QoSOptions
+	limiter *qos.Limiter
+	fleet   *qos.Fleet
+	slos    *sloCache
+	store   sloStore
+	algo    string
+}
+
+// startQoS starts a gateway's QoS until ctx ends.
+func startQoS(ctx context.Context, opts QoSOptions, node string, store sloStore, policies policySLOs, b bus.Bus,
+	throttled func(string, time.Duration), logger *slog.Logger) (*qosRuntime, error) {
+	if _, err := qos.AlgorithmByName(cmp.Or(opts.Algorithm, "crystal")); err != nil {
+		return nil, err
+	}
+	slos := newSLOCache(store, policies, logger)
+	slos.refresh(ctx)
+	l := qos.NewLimiter(qos.LimiterConfig{Node: node, SLOs: slos, Capacity: opts.Capacity, OpsQueue: opts.OpsQueue,
+		Stale: 20 * opts.period(), Throttled: throttled, Disabled: opts.Off, Logger: logger})
+	q := &qosRuntime{opts: opts, limiter: l, fleet: qos.NewFleet(10 * opts.period()), slos: slos, store: store, algo: opts.Algorithm}
+	stop, err := q.fleet.Subscribe(b, logger)
+	if err != nil {
+		return nil, err
+	}
+	agent := qos.NewAgent(l, b, opts.period(), slos.refresh, logger)
+	go func() {
+		defer stop()
+		if err := agent.Run(ctx); err != nil {
+			logger.Error("qos agent stopped", "err", err)
+		}
+	}()
+	logger.Info("qos", "node", node, "enforce", !opts.Off, "capacity", opts.Capacity, "period", opts.period().String())
+	return q, nil
+}
+
+// s3 is the S3 front end's view of the limiter.
+func (q *qosRuntime) s3() s3api.QoS { return s3QoS{q.limiter} }
+
+type s3QoS struct{ l *qos.Limiter }
+
+func (a s3QoS) Admit(ctx context.Context, tenant, method string) (s3api.Shaper, error) {
+	return a.l.Admit(ctx, tenant, qos.ClassOf(method))
+}
+
+var _ s3api.Shaper = (*qos.Stream)(nil)
+
+// bandwidthController returns a function that adds the global bandwidth
+// controller, fed by fleet, to a supervisor.
+func bandwidthController(opts QoSOptions, fleet *qos.Fleet, slos *sloCache, b bus.Bus, logger *slog.Logger) (func(*controller.Supervisor) error, error) {
+	alg, err := qos.AlgorithmByName(cmp.Or(opts.Algorithm, "crystal"))
+	if err != nil {
+		return nil, err
+	}
+	return func(sup *controller.Supervisor) error {
+		c := qos.NewBandwidth(qos.BandwidthConfig{Algorithm: alg, Capacity: opts.Capacity,
+			SLOs: func(ctx context.Context) (qos.SLOSource, error) { slos.refresh(ctx); return slos, nil }})
+		r, err := controller.NewGlobalRunner(c, controller.GlobalConfig{Source: fleet, Publisher: b, Period: opts.period(),
+			Refresh: 4 * opts.period(), Logger: logger})
+		if err != nil {
+			return err
+		}
+		return sup.Add(qos.ControllerName, controller.KindGlobal, "", r)
+	}, nil
+}
+
+// startFleetView subscribes a fleet view for a process that serves no
+// requests (the controller role).
+func startFleetView(ctx context.Context, opts QoSOptions, b bus.Bus, logger *slog.Logger) (*qos.Fleet, error) {
+	f := qos.NewFleet(10 * opts.period())
+	stop, err := f.Subscribe(b, logger)
+	if err != nil {
+		return nil, err
+	}
+	go func() { <-ctx.Done(); stop() }()
+	return f, nil
+}
+
+// admin is the control API's QoS service.
+func (q *qosRuntime) admin() admin.QoSService { return qosAPI{q} }
+
+type qosAPI struct{ q *qosRuntime }
+
+func (a qosAPI) ListSLOs(ctx context.Context) ([]admin.SLO, error) {
+	list, err := a.q.store.ListSLOs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []admin.SLO{}
+	seen := map[string]bool{}
+	for _, s := range list {
+		slo, err := qos.DecodeSLO(s.Spec)
+		if err != nil {
+			continue
+		}
+		seen[s.Tenant] = true
+		out = append(out, sloOut(s.Tenant, "api", "", slo, s.Updated))
+	}
+	if a.q.slos.policies != nil {
+		for _, p := range a.q.slos.policies.BandwidthSLOs() {
+			name := p.Target
+			if name == "" {
+				name = "*"
+			}
+			if seen[name] || p.Delete {
+				continue
+			}
+			seen[name] = true
+			if slo, err := qos.SLOFromParams(p.Params); err == nil {
+				out = append(out, sloOut(name, "policy", p.PolicyID, slo, time.Time{}))
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y admin.SLO) int { return strings.Compare(x.Tenant, y.Tenant) })
+	return out, nil
+}
+
+func sloOut(tenant, source, policyID string, s qos.SLO, updated time.Time) admin.SLO {
+	out := admin.SLO{Tenant: tenant, Source: source, Policy: policyID, Get: s.Get, Put: s.Put, Reservation: s.Reservation,
+		Limit: s.Limit, Weight: s.Weight, Ops: s.Ops, Background: s.Background}
+	if !updated.IsZero() {
+		t := updated.UTC()
+		out.Updated = &t
+	}
+	return out
+}
+
+func (a qosAPI) GetSLO(ctx context.Context, tenant string) (admin.SLO, error) {
+	s, err := a.q.store.GetSLO(ctx, tenant)
+	if err == nil {
+		slo, derr := qos.DecodeSLO(s.Spec)
+		if derr != nil {
+			return admin.SLO{}, derr
+		}
+		return sloOut(tenant, "api", "", slo, s.Updated), nil
+	}
+	if !errors.Is(err, meta.ErrSLONotFound) {
+		return admin.SLO{}, err
+	}
+	if a.q.slos.policies != nil {
+		if p, ok := a.q.slos.policies.BandwidthSLO(tenant); ok {
+			if slo, err := qos.SLOFromParams(p); err == nil {
+				return sloOut(tenant, "policy", "", slo, time.Time{}), nil
+			}
+		}
+	}
+	return admin.SLO{}, admin.ErrNoSuchSLO
+}
+
+func (a qosAPI) PutSLO(ctx context.Context, tenant string, spec admin.SLOSpec) (admin.SLO, error) {
+	slo, err := ParseSLOSpec(spec)
+	if err != nil {
+		return admin.SLO{}, err
+	}
+	data, err := jsonSLO(slo)
+	if err != nil {
+		return admin.SLO{}, err
+	}
+	s, err := a.q.store.PutSLO(ctx, tenant, data)
+	if err != nil {
+		return admin.SLO{}, err
+	}
+	a.q.slos.refresh(ctx)
+	return sloOut(tenant, "api", "", slo, s.Updated), nil
+}
+
+func (a qosAPI) DeleteSLO(ctx context.Context, tenant string) error {
+	err := a.q.store.DeleteSLO(ctx, tenant)
+	if errors.Is(err, meta.ErrSLONotFound) {
+		return admin.ErrNoSuchSLO
+	}
+	if err == nil {
+		a.q.slos.refresh(ctx)
+	}
+	return err
+}
+
+func (a qosAPI) Bandwidth(context.Context) (admin.BWView, error) {
+	return bandwidthView(a.q.fleet, a.q.algo), nil
+}
+
+// bandwidthView renders the fleet's reports for the /bw views.
+func bandwidthView(f *qos.Fleet, algo string) admin.BWView {
+	v := admin.BWView{Algorithm: algo, Nodes: []admin.BWNode{}}
+	if v.Algorithm == "" {
+		v.Algorithm = "crystal"
+	}
+	if m := f.Assignments(); m != nil {
+		v.Seq = m.Seq
+	}
+	for _, rep := range f.Nodes() {
+		n := admin.BWNode{Node: rep.Node, Stage: rep.Stage, Device: rep.Stage, Capacity: rep.Capacity, Assigner: rep.Assigner, Updated: rep.Time, Flows: []admin.BWFlow{}}
+		for _, fl := range rep.Flows {
+			n.Asked += fl.Rate
+			n.Served += fl.Served
+			n.Streams += fl.Active
+			n.Flows = append(n.Flows, admin.BWFlow{Tenant: fl.Tenant, Class: string(fl.Class), Asked: fl.Rate, Source: fl.Source,
+				Served: fl.Served, Streams: fl.Streams, Active: fl.Active, Waited: fl.Waited, Ops: fl.Ops, Rejected: fl.Rejected})
+		}
+		v.Nodes = append(v.Nodes, n)
+	}
+	return v
+}
+
+// sloValueRE is what a rate may look like before the DSL reads it: a
+// number and a unit, nothing that could end the WITH list.
+var sloValueRE = regexp.MustCompile(`^[0-9][0-9.]*(e[0-9]+)?[A-Za-z/]{0,8}$`)
+
+// ParseSLOSpec validates an API SLO spec with the DSL's own checker (the
+// same units, ranges and messages as SET bandwidth WITH ...).
+func ParseSLOSpec(spec admin.SLOSpec) (qos.SLO, error) {
+	if len(spec) == 0 {
+		return qos.SLO{}, fmt.Errorf("%w: empty: set at least one of %s", admin.ErrInvalidSLO, strings.Join(qos.SLOParams, ", "))
+	}
+	names := make([]string, 0, len(spec))
+	for k := range spec {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var with []string
+	for _, k := range names {
+		if !slices.Contains(qos.SLOParams, k) {
+			return qos.SLO{}, fmt.Errorf("%w: unknown field %q (known: %s)", admin.ErrInvalidSLO, k, strings.Join(qos.SLOParams, ", "))
+		}
+		var v string
+		switch x := spec[k].(type) {
+		case string:
+			v = strings.TrimSpace(x)
+		case float64:
+			if x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+				return qos.SLO{}, fmt.Errorf("%w: %s: want a non-negative number", admin.ErrInvalidSLO, k)
+			}
+			v = strconv.FormatFloat(x, 'f', -1, 64)
+		default:
+			return qos.SLO{}, fmt.Errorf("%w: %s: want a number or a string such as \"30MB/s\"", admin.ErrInvalidSLO, k)
+		}
+		if !sloValueRE.MatchString(v) {
+			return qos.SLO{}, fmt.Errorf("%w: %s=%q: want a number with an optional unit, such as 30MB/s", admin.ErrInvalidSLO, k, v)
+		}
+		with = append(with, k+"="+v)
+	}
+	text := "FOR TENANT t DO SET bandwidth WITH " + strings.Join(with, ", ")
+	ps, err := policy.ParseAndCheck("slo", text, &policy.StaticVocabulary{AnyTarget: true})
+	if err != nil {
+		var pe *policy.Error
+		if errors.As(err, &pe) {
+			return qos.SLO{}, fmt.Errorf("%w: %s", admin.ErrInvalidSLO, pe.Msg)
+		}
+		return qos.SLO{}, fmt.Errorf("%w: %v", admin.ErrInvalidSLO, err)
+	}
+	if len(ps) != 1 || len(ps[0].Actions) != 1 {
+		return qos.SLO{}, fmt.Errorf("%w: not one SET bandwidth", admin.ErrInvalidSLO)
+	}
+	slo, err := qos.SLOFromParams(ps[0].Actions[0].Values)
+	if err != nil {
+		return qos.SLO{}, fmt.Errorf("%w: %v", admin.ErrInvalidSLO, err)
+	}
+	return slo, nil
+}
+
+func jsonSLO(s qos.SLO) ([]byte, error) { return json.Marshal(s) }
+
+// globals are the global controllers QoS adds where controllers run: the
+// bandwidth controller, unless this process runs none.
+func (q *qosRuntime) globals(noControllers bool, b bus.Bus, logger *slog.Logger) []func(*controller.Supervisor) error {
+	if noControllers {
+		return nil
+	}
+	add, err := bandwidthController(q.opts, q.fleet, q.slos, b, logger)
+	if err != nil {
+		// The algorithm was checked by startQoS: not reached.
+		logger.Error("bandwidth controller not started", "err", err)
+		return nil
+	}
+	return []func(*controller.Supervisor) error{add}
+}
+
+// controllerRoleQoS is the controller role's bandwidth controller: the
+// fleet's reports from the bus, SLOs from the shared store and policies.
+func controllerRoleQoS(ctx context.Context, opts QoSOptions, store sloStore, policies policySLOs, b bus.Bus, logger *slog.Logger) (func(*controller.Supervisor) error, error) {
+	fleet, err := startFleetView(ctx, opts, b, logger)
+	if err != nil {
+		return nil, err
+	}
+	return bandwidthController(opts, fleet, newSLOCache(store, policies, logger), b, logger)
+}
