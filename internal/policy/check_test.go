@@ -263,7 +263,7 @@ FOR TENANT t1 DO SET throttle WITH read_bw=1MB/s
 		{"FOR ALL BUCKETS DO SET bandwidth WITH get=1MB/s", `pol:1:5: bandwidth is a tenant SLO: its targets are TENANT, GROUP or ALL TENANTS, not ALL BUCKETS
 FOR ALL BUCKETS DO SET bandwidth WITH get=1MB/s
     ^~~`},
-		{"FOR TENANT t1 DO SET bandwidth", `pol:1:22: SET bandwidth needs parameters (get, put, reservation, limit, weight, ops)
+		{"FOR TENANT t1 DO SET bandwidth", `pol:1:22: SET bandwidth needs parameters (get, put, reservation, limit, weight, ops, background)
 FOR TENANT t1 DO SET bandwidth
                      ^~~~~~~~~`},
 		{"FOR TENANT t1 DO SET bandwidth WITH gte=1MB/s", `pol:1:37: unknown parameter "gte" for bandwidth (did you mean get?)
