@@ -10,7 +10,7 @@ FUZZTIME      ?= 1m
 
 # The steps of `make test` run in the order written, never side by side.
 .NOTPARALLEL:
-.PHONY: all build run test vet deps unit fuzz fuzz-quick e2e e2e-go e2e-gateway e2e-py bench clean redis-start redis-stop
+.PHONY: all build run test vet deps unit fuzz fuzz-quick e2e e2e-go e2e-gateway e2e-py bench clean redis-start redis-stop wasm-examples
 
 all: build
 
@@ -44,7 +44,12 @@ fuzz:
 
 e2e: e2e-go e2e-py
 
-e2e-go: build
+# The example WebAssembly filters and the hostile test module, into bin/wasm
+# (the Rust example only where rustc has the wasm32-wasip1 target; it says so).
+wasm-examples:
+	GO=$(GO) ./scripts/wasm-examples.sh
+
+e2e-go: build wasm-examples
 	FACET_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout 20m ./test/e2e/
 
 # The S3 conformance e2e again, through `facet gateway` over versitygw (with
@@ -63,7 +68,7 @@ $(VENV)/.installed: $(PY_REQS)
 	$(VENV)/bin/python -m pip install --disable-pip-version-check --no-input -q -r $(PY_REQS)
 	touch $@
 
-e2e-py: build $(VENV)/.installed
+e2e-py: build wasm-examples $(VENV)/.installed
 	FACET_BIN=$(abspath $(BIN)) $(VENV)/bin/python -m pytest -p no:cacheprovider -q -rfEs test/e2e/py
 
 # Each benchmark compares Facet with what it replaces, in the same run;

@@ -1,11 +1,14 @@
 // Command hostile is a misbehaving Facet filter used by the runtime's
 // tests. FACET_PARAM_MODE picks the misbehaviour: loop, alloc, flood,
-// panic, open, exit, env, stderr; anything else copies stdin to stdout.
+// panic, open, write, socket, exit, env, stderr; dep copies the dependency
+// file FACET_PARAM_ARG from /deps to stdout; anything else copies stdin to
+// stdout.
 package main
 
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 )
@@ -42,6 +45,31 @@ func main() {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "open:", err)
 			os.Exit(3)
+		}
+		io.Copy(os.Stdout, f)
+	case "write":
+		if err := os.WriteFile("/tmp/facet-hostile", []byte("x"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "write:", err)
+			os.Exit(5)
+		}
+		fmt.Println("wrote a host file")
+	case "socket":
+		addr := os.Getenv("FACET_PARAM_ARG")
+		if addr == "" {
+			addr = "127.0.0.1:80"
+		}
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "socket:", err)
+			os.Exit(4)
+		}
+		c.Close()
+		fmt.Println("connected to", addr)
+	case "dep":
+		f, err := os.Open("/deps/" + os.Getenv("FACET_PARAM_ARG"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dep:", err)
+			os.Exit(6)
 		}
 		io.Copy(os.Stdout, f)
 	case "exit":

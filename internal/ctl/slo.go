@@ -1,0 +1,159 @@
+package ctl
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facet-sds/facet/internal/admin"
+)
+
+// Commands for SLOs (/slos) and the bandwidth views (/bw).
+
+func (o *options) sloCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "slo", Short: "Set, show, list and delete tenants' bandwidth and ops SLOs", Args: cobra.NoArgs}
+	spec := map[string]*string{}
+	set := &cobra.Command{
+		Use:   "set TENANT",
+		Short: "Set a tenant's SLO record (it takes precedence over policies' SET bandwidth for that tenant)",
+		Example: "  facet ctl slo set t1 --get 30MB/s --put 10MB/s --limit 200MB/s --weight 2\n" +
+			"  facet ctl slo set t2 --reservation 20MB/s --ops 100 --background 5MB/s",
+		Args: cobra.ExactArgs(1),
+		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
+			body := admin.SLOSpec{}
+			for k, v := range spec {
+				if *v != "" {
+					body[k] = *v
+				}
+			}
+			if len(body) == 0 {
+				return fmt.Errorf("slo set: give at least one of --get, --put, --reservation, --limit, --weight, --ops, --background")
+			}
+			var out admin.SLO
+			if err := c.do(ctx, http.MethodPut, "/slos/"+seg(args[0]), body, &out); err != nil {
+				return err
+			}
+			return p.print(out, sloHeader, [][]string{sloRow(out)})
+		}),
+	}
+	for _, f := range []struct{ name, help string }{
+		{"get", "GET reservation (30MB/s)"}, {"put", "PUT reservation"}, {"reservation", "reservation of the classes --get/--put leave unset"},
+		{"limit", "cap of each class, fleet-wide"}, {"weight", "share of the spare bandwidth (default 1)"},
+		{"ops", "operations per second per gateway (over it: 503 SlowDown)"}, {"background", "cap of the tenant's background work"},
+	} {
+		spec[f.name] = set.Flags().String(f.name, "", f.help)
+	}
+	cmd.AddCommand(set, &cobra.Command{
+		Use:   "get TENANT",
+		Short: "Show a tenant's effective SLO and where it comes from",
+		Args:  cobra.ExactArgs(1),
+		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
+			var out admin.SLO
+			if err := c.do(ctx, http.MethodGet, "/slos/"+seg(args[0]), nil, &out); err != nil {
+				return err
+			}
+			return p.print(out, sloHeader, [][]string{sloRow(out)})
+		}),
+	}, &cobra.Command{
+		Use:   "list",
+		Short: "List SLOs: API records and those policies set",
+		Args:  cobra.NoArgs,
+		RunE: o.run(func(ctx context.Context, c *client, p *printer, _ []string) error {
+			var out admin.SLOList
+			if err := c.do(ctx, http.MethodGet, "/slos", nil, &out); err != nil {
+				return err
+			}
+			rows := make([][]string, 0, len(out.SLOs))
+			for _, s := range out.SLOs {
+				rows = append(rows, sloRow(s))
+			}
+			return p.print(out, sloHeader, rows)
+		}),
+	}, &cobra.Command{
+		Use:   "delete TENANT",
+		Short: "Delete a tenant's SLO record (policies' SLOs stay)",
+		Args:  cobra.ExactArgs(1),
+		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
+			if err := c.do(ctx, http.MethodDelete, "/slos/"+seg(args[0]), nil, nil); err != nil {
+				return err
+			}
+			return p.print(map[string]string{"deleted": args[0]}, []string{"DELETED"}, [][]string{{args[0]}})
+		}),
+	})
+	return cmd
+}
+
+var sloHeader = []string{"TENANT", "SOURCE", "GET", "PUT", "RESERVATION", "LIMIT", "WEIGHT", "OPS", "BACKGROUND"}
+
+func sloRow(s admin.SLO) []string {
+	src := s.Source
+	if s.Policy != "" {
+		src += " " + s.Policy
+	}
+	w := "-"
+	if s.Weight > 0 {
+		w = strconv.FormatFloat(s.Weight, 'f', -1, 64)
+	}
+	ops := "-"
+	if s.Ops > 0 {
+		ops = strconv.FormatFloat(s.Ops, 'f', -1, 64) + "/s"
+	}
+	return []string{s.Tenant, src, mbps(s.Get), mbps(s.Put), mbps(s.Reservation), mbps(s.Limit), w, ops, mbps(s.Background)}
+}
+
+// mbps shows bytes/s in MB/s; "-" for none.
+func mbps(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v/1e6, 'f', 2, 64) + "MB/s"
+}
+
+func (o *options) bwCommand() *cobra.Command {
+	var node string
+	var osinfo bool
+	cmd := &cobra.Command{
+		Use:   "bw",
+		Short: "Bandwidth per node and flow: rate asked (assigned or static) vs served, streams, time waited, SlowDowns",
+		Args:  cobra.NoArgs,
+		RunE: o.run(func(ctx context.Context, c *client, p *printer, _ []string) error {
+			path := "/bw"
+			if osinfo {
+				path = "/bw/osinfo"
+			}
+			var v admin.BWView
+			if err := c.do(ctx, http.MethodGet, path, nil, &v); err != nil {
+				return err
+			}
+			var rows [][]string
+			if osinfo {
+				for _, n := range v.Nodes {
+					if node == "" || n.Node == node {
+						rows = append(rows, []string{n.Node, n.Device, mbps(n.Capacity), mbps(n.Asked), mbps(n.Served), strconv.Itoa(n.Streams), orDash(n.Assigner)})
+					}
+				}
+				return p.print(v, []string{"NODE", "DEVICE", "CAPACITY", "ASKED", "SERVED", "STREAMS", "ASSIGNER"}, rows)
+			}
+			for _, n := range v.Nodes {
+				if node != "" && n.Node != node {
+					continue
+				}
+				for _, f := range n.Flows {
+					asked := mbps(f.Asked)
+					if f.Asked == 0 {
+						asked = "unlimited"
+					}
+					rows = append(rows, []string{n.Node, f.Tenant, f.Class, asked, f.Source, mbps(f.Served), strconv.Itoa(f.Streams),
+						strconv.FormatFloat(f.Waited, 'f', 2, 64), strconv.FormatFloat(f.Rejected, 'f', 1, 64)})
+				}
+			}
+			return p.print(v, []string{"NODE", "TENANT", "CLASS", "ASKED", "SOURCE", "SERVED", "STREAMS", "WAITED-S", "SLOWDOWN/S"}, rows)
+		}),
+	}
+	cmd.Flags().StringVar(&node, "node", "", "only this node")
+	cmd.Flags().BoolVar(&osinfo, "osinfo", false, "one line per node: capacity, asked vs served, active streams")
+	return cmd
+}
