@@ -77,6 +77,9 @@ type Config struct {
 	// Filters registers filters at run time (WASM modules) and their
 	// dependencies; nil answers those routes 501.
 	Filters FilterAdmin
+	// Volumes manages pools and block volumes; nil answers their
+	// routes 501.
+	Volumes Volumes
 	// Metrics serves GET /metrics (Prometheus); nil answers 404.
 	Metrics http.Handler
 	// MetricsToken is a bearer token good for /metrics only; the admin
@@ -108,6 +111,7 @@ type handler struct {
 	usage       UsageSource
 	controllers ControllerSource
 	workload    MetricsSource
+	volumes     Volumes
 	filters     FilterAdmin
 	locator     Locator
 	node        string
@@ -171,6 +175,16 @@ var routes = []route{
 	{http.MethodGet, "/metrics/{metric}", (*handler).getMetric},
 	{http.MethodGet, "/locality/{bucket}/{key...}", (*handler).locality},
 	{http.MethodGet, "/nodes", (*handler).listNodes},
+	{http.MethodPost, "/pools", (*handler).createPool},
+	{http.MethodGet, "/pools", (*handler).listPools},
+	{http.MethodDelete, "/pools/{pool}", (*handler).deletePool},
+	{http.MethodPost, "/volumes", (*handler).createVolume},
+	{http.MethodGet, "/volumes", (*handler).listVolumes},
+	{http.MethodGet, "/volumes/{volume}", (*handler).getVolume},
+	{http.MethodDelete, "/volumes/{volume}", (*handler).deleteVolume},
+	{http.MethodPut, "/volumes/{volume}/size", (*handler).resizeVolume},
+	{http.MethodPut, "/volumes/{volume}/throttle", (*handler).setVolumeThrottle},
+	{http.MethodPost, "/nbd/clients", (*handler).createNBDClient},
 	{http.MethodGet, "/slos", (*handler).listSLOs},
 	{http.MethodGet, "/slos/{name}", (*handler).getSLO},
 	{http.MethodPut, "/slos/{name}", (*handler).putSLO},
@@ -182,7 +196,7 @@ var routes = []route{
 
 // New returns the control API handler.
 func New(cfg Config) http.Handler {
-	h := &handler{store: cfg.Store, policies: cfg.Policies, usage: cfg.Usage, controllers: cfg.Controllers, workload: cfg.Workload, filters: cfg.Filters, log: cfg.Logger, mux: http.NewServeMux(),
+	h := &handler{volumes: cfg.Volumes, store: cfg.Store, policies: cfg.Policies, usage: cfg.Usage, controllers: cfg.Controllers, workload: cfg.Workload, filters: cfg.Filters, log: cfg.Logger, mux: http.NewServeMux(),
 		locator: cfg.Locality, node: cfg.Node, nodes: cfg.Nodes}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

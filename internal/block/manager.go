@@ -29,6 +29,7 @@ type Store interface {
 	GetVolume(ctx context.Context, name string) (meta.Volume, error)
 	ListVolumes(ctx context.Context) ([]meta.Volume, error)
 	DeleteVolume(ctx context.Context, name string) (meta.Volume, error)
+	GetTenant(ctx context.Context, name string) (meta.Tenant, error)
 }
 
 // Policies gives the compiled policy table in force (control.Service).
@@ -55,6 +56,9 @@ type Config struct {
 	Slots int
 	// Filters is the block filter list (default bfilter.Builtin).
 	Filters *bfilter.Registry
+	// TLSDir holds the NBD CA that signs tenants' client certificates;
+	// empty: none can be issued.
+	TLSDir string
 }
 
 // Manager owns the volumes of one node: it opens them for NBD
@@ -591,4 +595,19 @@ func (m *Manager) status(v meta.Volume) VolumeStatus {
 func (v *volume) totals() Totals {
 	return Totals{ReadBytes: v.stats.readBytes.Load(), WriteBytes: v.stats.writeBytes.Load(),
 		ReadOps: v.stats.readOps.Load(), WriteOps: v.stats.writeOps.Load()}
+}
+
+// ErrNoTLS refuses a client certificate when the NBD server has no TLS.
+var ErrNoTLS = errors.New("NBD TLS is not configured on this server")
+
+// ClientCert issues an NBD client certificate for an existing tenant: the
+// tenant's volumes are exported over TLS to whoever presents it.
+func (m *Manager) ClientCert(ctx context.Context, tenant string) (ClientCert, error) {
+	if m.cfg.TLSDir == "" {
+		return ClientCert{}, ErrNoTLS
+	}
+	if _, err := m.cfg.Store.GetTenant(ctx, tenant); err != nil {
+		return ClientCert{}, err
+	}
+	return IssueClientCert(m.cfg.TLSDir, tenant)
 }

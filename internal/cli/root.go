@@ -20,6 +20,7 @@ func NewRoot() *cobra.Command {
 	root.AddCommand(newServeCommand(), newBenchCommand(), ctl.NewCommand())
 	root.AddCommand(newBusCommand())
 	root.AddCommand(newControllerCommand())
+	root.AddCommand(newBlockCommand())
 	root.AddCommand(newGatewayCommand())
 	return root
 }

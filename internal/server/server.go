@@ -78,6 +78,8 @@ type Options struct {
 	NoControllers bool
 	// QoS configures bandwidth and IOPS QoS (qos.go).
 	QoS QoSOptions
+	// Block configures the block stage (NBD volumes).
+	Block BlockOptions
 	// Out receives the one-time announcement of a generated admin token.
 	Out io.Writer
 	// Ready, when set, is called with the bound addresses once both
@@ -172,9 +174,14 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
 		Observer: promexp.Multi(prom, work.observer()),
 	})
+	blk, err := startBlock(ctx, opts, store, policies, dataKeys, prom.Registry(), logger)
+	if err != nil {
+		return err
+	}
+	defer blk.close()
 	adminHandler := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, fleet: fleet, log: logger}, Token: token, Logger: logger,
 		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
-		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, QoS: qr.admin(),
+		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, Volumes: blk.volumes(), QoS: qr.admin(),
 		Filters: control.NewFilterAdmin(policies, announcingFilterStore{Store: store, sync: fleet}, sandbox.catalog),
 		Locality: locator(backend), Node: opts.Node, Nodes: admin.LocalNode(opts.Node, backend)})
 

@@ -1,0 +1,186 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/block"
+	"github.com/facet-sds/facet/internal/block/nbd"
+	"github.com/facet-sds/facet/internal/control"
+	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/keys"
+	"github.com/facet-sds/facet/internal/meta"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// BlockOptions configures the block stage (NBD volumes).
+type BlockOptions struct {
+	// Addr is the NBD listen address; "" or "off" runs no block stage.
+	Addr string
+	// TLSDir holds the NBD TLS material (see block.LoadTLS); empty
+	// creates and uses DATA/nbd-tls.
+	TLSDir string
+	// Ready, when set, is called with the NBD address once it listens.
+	Ready func(addr string)
+	// Optional lets the server run without the block stage when Addr
+	// cannot be bound (the default address, taken by another server on
+	// the machine); an address asked for explicitly must be bound.
+	Optional bool
+}
+
+// blockStage is a running block stage.
+type blockStage struct {
+	mgr  *block.Manager
+	done chan struct{} // closed when the NBD server stopped; err is then set
+	err  error
+	stop context.CancelFunc
+}
+
+// startBlock starts the volume manager and the NBD server. It returns a
+// nil stage when the block stage is off.
+func startBlock(ctx context.Context, opts Options, store *meta.Store, policies block.Policies, dataKeys block.Keys,
+	reg prometheus.Registerer, logger *slog.Logger) (*blockStage, error) {
+	bo := opts.Block
+	if bo.Addr == "" || bo.Addr == "off" {
+		return nil, nil
+	}
+	log := logger.With("stage", "block")
+	tlsDir := bo.TLSDir
+	if tlsDir == "" && !opts.stateless {
+		tlsDir = opts.DataDir + "/nbd-tls"
+	}
+	var tlsCfg *tls.Config
+	if tlsDir != "" {
+		var err error
+		if tlsCfg, err = block.LoadTLS(tlsDir, hostOf(bo.Addr)); err != nil {
+			return nil, fmt.Errorf("block: %w", err)
+		}
+	}
+	ln, err := net.Listen("tcp", bo.Addr)
+	if err != nil {
+		if bo.Optional {
+			log.Error("NBD listener not started: block volumes are not served by this process", "addr", bo.Addr, "err", err)
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listen nbd: %w", err)
+	}
+	mgr := block.New(block.Config{Store: store, Policies: policies, Keys: dataKeys, Logger: log, TLSDir: tlsDir})
+	if err := mgr.Reload(ctx); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("block: %w", err)
+	}
+	if reg != nil {
+		if err := reg.Register(mgr.Collector()); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("block metrics: %w", err)
+		}
+	}
+	srv := nbd.New(nbd.Config{Exports: mgr, TLS: tlsCfg, Logger: log})
+	bctx, stop := context.WithCancel(ctx)
+	st := &blockStage{mgr: mgr, done: make(chan struct{}), stop: stop}
+	go mgr.Run(bctx)
+	go func() {
+		st.err = srv.Serve(bctx, ln)
+		close(st.done)
+	}()
+	log.Info("nbd listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
+	if bo.Ready != nil {
+		bo.Ready(ln.Addr().String())
+	}
+	return st, nil
+}
+
+// volumes is the admin API's view; nil when the stage is off.
+func (b *blockStage) volumes() admin.Volumes {
+	if b == nil {
+		return nil
+	}
+	return b.mgr
+}
+
+// close stops the NBD server; requests in flight finish first.
+func (b *blockStage) close() error {
+	if b == nil {
+		return nil
+	}
+	b.stop()
+	<-b.done
+	return b.err
+}
+
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil || h == "" {
+		return "127.0.0.1"
+	}
+	return h
+}
+
+// RunBlock runs the block stage alone (`facet block`): the metadata
+// store, the policy table (volume filters and throttles), the NBD server
+// and an admin API for pools and volumes, without the S3 gateway.
+func RunBlock(ctx context.Context, opts Options, logger *slog.Logger) error {
+	token, generated, masterKey, err := localState(opts)
+	if err != nil {
+		return err
+	}
+	store, err := meta.OpenURL(ctx, opts.MetaURL, opts.DataDir, masterKey, logger)
+	if err != nil {
+		return fmt.Errorf("open metadata store: %w", err)
+	}
+	defer store.Close()
+	policies := control.New(control.Config{Store: store, Registry: filter.NewBuiltinRegistry(), Logger: logger})
+	dataKeys, err := keys.New(masterKey, policies, 0)
+	if err != nil {
+		return fmt.Errorf("data keys: %w", err)
+	}
+	if err := policies.Reload(ctx); err != nil {
+		return fmt.Errorf("load policies: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go policies.Run(ctx)
+	reg := prometheus.NewRegistry()
+	blk, err := startBlock(ctx, opts, store, policies, dataKeys, reg, logger)
+	if err != nil {
+		return err
+	}
+	if blk == nil {
+		return errors.New("facet block: --nbd-addr is off")
+	}
+	defer blk.close()
+	h := admin.New(admin.Config{Store: store, Token: token, Logger: logger, Policies: policies, Volumes: blk.volumes(),
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
+	ln, err := net.Listen("tcp", opts.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("listen admin: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- serve(srv, ln) }()
+	if generated && opts.Out != nil {
+		fmt.Fprintf(opts.Out, "admin token (stored in %s/admin.token, shown once): %s\n", opts.DataDir, token)
+	}
+	if opts.Ready != nil {
+		opts.Ready("", ln.Addr().String())
+	}
+	logger.Info("facet block ready", "admin", ln.Addr().String(), "data", opts.DataDir)
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	case <-blk.done:
+		runErr = blk.err
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
+	defer scancel()
+	return errors.Join(runErr, srv.Shutdown(sctx))
+}
