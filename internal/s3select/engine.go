@@ -105,10 +105,10 @@ type run struct {
 func (p *prepared) Run(ctx context.Context, in Input, out Sink) (Stats, error) {
 	r := &run{prepared: p, ctx: ctx, out: out, enc: newEncoder(&p.req.Output), last: p.now()}
 	err := r.exec(in)
-	r.updateStats()
 	if err == nil {
 		err = r.flush()
 	}
+	r.updateStats()
 	if err != nil {
 		return r.stats, AsError(err)
 	}
@@ -284,7 +284,12 @@ func (r *run) exec(in Input) error {
 			}
 		}
 	}
-	return r.loop(src, csvr, end-off)
+	last := end - off
+	if r.req.ScanRange == nil {
+		// Offsets count decompressed bytes: without a range, all records.
+		last = 1<<63 - 1
+	}
+	return r.loop(src, csvr, last)
 }
 
 // header reads the CSV header: from the stream itself when the scan
