@@ -93,6 +93,9 @@ type Config struct {
 	Nodes NodeSource
 	// QoS serves /slos and the /bw views (slo.go); nil answers 501.
 	QoS QoSService
+	// Trash lists, restores and purges tenants' recycle bins; nil
+	// answers its routes 501.
+	Trash TrashService
 }
 
 // maxBody bounds request bodies; the API's bodies are a few bytes of JSON.
@@ -117,6 +120,7 @@ type handler struct {
 	node        string
 	nodes       NodeSource
 	qos         QoSService
+	trash       TrashService
 	log         *slog.Logger
 	tokenHash   *[sha256.Size]byte // nil: no token configured, refuse all
 	// metricsHash is MetricsToken's; nil when there is none.
@@ -192,6 +196,9 @@ var routes = []route{
 	{http.MethodGet, "/bw", (*handler).bandwidth},
 	{http.MethodGet, "/bw/osinfo", (*handler).bandwidthOSInfo},
 	{http.MethodGet, "/bw/nodes/{node}", (*handler).bandwidthNode},
+	{http.MethodGet, "/trash/{name}", (*handler).listTrash},
+	{http.MethodPost, "/trash/{name}/{id}/restore", (*handler).restoreTrash},
+	{http.MethodDelete, "/trash/{name}/{id}", (*handler).purgeTrash},
 }
 
 // New returns the control API handler.
@@ -202,6 +209,7 @@ func New(cfg Config) http.Handler {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.qos = cfg.QoS
+	h.trash = cfg.Trash
 	if cfg.Token != "" {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		h.tokenHash = &sum

@@ -61,7 +61,7 @@ type Service struct {
 
 // state is one compiled generation of the policy table, swapped atomically.
 type state struct {
-	version  uint64
+	version uint64
 	// registry holds the native filters plus this generation's run-time
 	// registered ones (WASM): the table was checked against it.
 	registry *filter.Registry
@@ -267,9 +267,19 @@ func (s *Service) targets(ctx context.Context) (*targetSet, error) {
 
 // ForPut resolves the PUT pipeline of a request from the in-memory table.
 func (s *Service) ForPut(req *filter.Request) dataplane.Pipeline {
+	return s.resolve(req, filter.MethodPut)
+}
+
+// ForRequest resolves the filters in force for a request of req.Method
+// (GET-side caching, DELETE-side recycle bin...), from the in-memory table.
+func (s *Service) ForRequest(req *filter.Request) dataplane.Pipeline {
+	return s.resolve(req, req.Method)
+}
+
+func (s *Service) resolve(req *filter.Request, method filter.Method) dataplane.Pipeline {
 	st := s.state.Load()
 	q := policy.Query{Tenant: req.Tenant, Bucket: req.Bucket, Key: req.Key, Size: req.Size,
-		ContentType: req.Header["content-type"], Tags: tagsOf(req.Header), Method: filter.MethodPut}
+		ContentType: req.Header["content-type"], Tags: tagsOf(req.Header), Method: method}
 	res := st.table.Resolve(q)
 	if res.Len() == 0 {
 		return dataplane.Pipeline{}

@@ -47,6 +47,7 @@ func NewCommand() *cobra.Command {
 	pf.StringVar(&o.token, "token", "", "admin bearer token (env "+EnvAdminToken+")")
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 
+	cmd.AddCommand(o.trashCommand())
 	cmd.AddCommand(o.tenantCommand(), o.keyCommand(), o.bucketCommand(),
 		o.groupCommand(), o.policyCommand(), o.filterCommand(), o.controllerCommand(),
 		o.localityCommand(), o.nodeCommand(), o.poolCommand(), o.volumeCommand())

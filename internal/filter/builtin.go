@@ -8,6 +8,10 @@ func Builtin() []*Info {
 		noopInfo(),
 		compressionInfo(),
 		encryptionInfo(),
+		cachingInfo(),
+		taggingInfo(),
+		metadataGuardInfo(),
+		recycleBinInfo(),
 	}
 }
 

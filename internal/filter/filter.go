@@ -32,6 +32,9 @@ type Method string
 const (
 	MethodPut Method = "PUT"
 	MethodGet Method = "GET"
+	// MethodDelete is for filters that act on the removal of an object
+	// (the recycle bin); they never see a stream.
+	MethodDelete Method = "DELETE"
 )
 
 // ParamType is the type of a filter parameter.
@@ -167,6 +170,28 @@ type Reversible interface {
 	Encoder
 	Decoder
 }
+
+// MetaEditor is a filter that acts on a PUT's user metadata rather than on
+// its bytes (tagging, the metadata guard). meta holds the x-amz-meta-*
+// values keyed by the lower-case suffix; EditMeta may change it or refuse
+// the request with a *Refusal. When Peek is 0, EditMeta runs before the
+// body is read, with head nil; otherwise it runs once the body has ended
+// and before the object becomes visible, with up to Peek leading bytes.
+type MetaEditor interface {
+	Filter
+	Peek() int
+	EditMeta(ctx context.Context, req *Request, head []byte, meta map[string]string) error
+}
+
+// Refusal is a filter's refusal of a request because of what the client
+// sent: the S3 front end answers it as 400 InvalidArgument with Message,
+// and nothing is stored.
+type Refusal struct {
+	Filter  string
+	Message string
+}
+
+func (r *Refusal) Error() string { return r.Filter + ": " + r.Message }
 
 // ErrIntegrity is wrapped by decoders when stored bytes fail
 // authentication or do not parse: a GET must fail, never return wrong data.

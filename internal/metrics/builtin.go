@@ -22,6 +22,7 @@ func Builtin() []Module {
 		Errors(),
 		ErrorRatio(),
 		ActiveRequests(),
+		CacheHitRatio(),
 		Compressibility(DefaultSampleChunk, DefaultSampleEvery),
 	}
 }

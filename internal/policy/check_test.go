@@ -161,7 +161,7 @@ FOR TENANT t1 WHEN get_bw > 5ms DO SET compression
 		{"FOR TENANT t1 WHEN get_lat > 5 DO SET compression", `pol:1:30: metric get_lat wants a duration such as 300ms, found 5 without a unit
 FOR TENANT t1 WHEN get_lat > 5 DO SET compression
                              ^`},
-		{"FOR TENANT t1 WHEN get_lat > 5XB DO SET compression", `pol:1:30: unknown unit "XB" in 5XB (sizes take B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; rates a size unit and /s or ps; durations ns, us, ms, s, m, h; percentages %)
+		{"FOR TENANT t1 WHEN get_lat > 5XB DO SET compression", `pol:1:30: unknown unit "XB" in 5XB (sizes take B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; rates a size unit and /s or ps; durations ns, us, ms, s, m, h, d; percentages %)
 FOR TENANT t1 WHEN get_lat > 5XB DO SET compression
                              ^~~`},
 		{"FOR TENANT t1 WHEN OBJECT_SIZE > 10MB/s DO SET compression", `pol:1:34: OBJECT_SIZE wants a size such as 10MB, found 10MB/s (a rate)
@@ -209,8 +209,8 @@ FOR TENANT t1 DO SET compression WITH frame=1KB
 		{"FOR TENANT t1 DO SET compression WITH frame=99999999999999999999PB", `pol:1:45: 99999999999999999999PB is too large
 FOR TENANT t1 DO SET compression WITH frame=99999999999999999999PB
                                             ^~~~~~~~~~~~~~~~~~~~~~`},
-		{"FOR TENANT t1 DO SET caching WITH ttl=2d", `pol:1:39: unknown unit "d" in 2d (sizes take B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; rates a size unit and /s or ps; durations ns, us, ms, s, m, h; percentages %)
-FOR TENANT t1 DO SET caching WITH ttl=2d
+		{"FOR TENANT t1 DO SET caching WITH ttl=2w", `pol:1:39: unknown unit "w" in 2w (sizes take B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; rates a size unit and /s or ps; durations ns, us, ms, s, m, h, d; percentages %)
+FOR TENANT t1 DO SET caching WITH ttl=2w
                                       ^~`},
 		{"FOR TENANT t1 DO SET caching WITH ttl=30", `pol:1:39: parameter ttl of filter caching wants a duration such as 300ms, found 30 without a unit
 FOR TENANT t1 DO SET caching WITH ttl=30

@@ -98,6 +98,8 @@ func durationUnit(u string, n float64) (float64, bool) {
 		return n * 60, true
 	case "h":
 		return n * 3600, true
+	case "d":
+		return n * 86400, true
 	}
 	return 0, false
 }
@@ -190,7 +192,7 @@ func wantFor(k ValueKind) want {
 }
 
 // unitHelp lists the units a class takes, for "unknown unit" messages.
-const unitHelp = "sizes take B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; rates a size unit and /s or ps; durations ns, us, ms, s, m, h; percentages %"
+const unitHelp = "sizes take B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; rates a size unit and /s or ps; durations ns, us, ms, s, m, h, d; percentages %"
 
 // parseKind parses raw as a value of kind k, in k's canonical unit.
 // subject names what is being given a value, for messages ("OBJECT_SIZE",

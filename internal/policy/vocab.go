@@ -60,6 +60,7 @@ func DefaultMetrics() []MetricInfo {
 		{"error_ratio", KindRatio, "requests failed by the server (5xx) over all requests"},
 		{"compressibility", KindRatio, "original over compressed size of write payloads (2 = halves), sampled with S2"},
 		{"active_requests", KindCount, "requests in flight"},
+		{"cache_hit_ratio", KindRatio, "GETs served from the gateway's object cache over GETs under a caching policy"},
 		{"stored_bytes", KindBytes, "bytes stored"},
 		{"objects", KindCount, "objects stored"},
 	}

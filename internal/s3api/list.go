@@ -238,7 +238,14 @@ func (s *Server) deleteObjects(w http.ResponseWriter, req *request) error {
 			res.Errors = append(res.Errors, deleteErrorXML{Key: o.Key, Code: e.Code.Name, Message: e.Code.Message})
 			continue
 		}
-		if err := s.backend.DeleteObject(req.Context(), req.target.bucket, o.Key); err != nil {
+		if err := s.keepDeleted(req, req.target.bucket, o.Key); err != nil {
+			e := s3err.As(err)
+			res.Errors = append(res.Errors, deleteErrorXML{Key: o.Key, Code: e.Code.Name, Message: e.Code.Message})
+			continue
+		}
+		err := s.backend.DeleteObject(req.Context(), req.target.bucket, o.Key)
+		s.changed(req.target.bucket, o.Key)
+		if err != nil {
 			e := s3err.As(storageErr(err, req.target.bucket, o.Key))
 			res.Errors = append(res.Errors, deleteErrorXML{Key: o.Key, Code: e.Code.Name, Message: e.Code.Message})
 			continue

@@ -27,6 +27,9 @@ func (s *Server) createMultipartUpload(w http.ResponseWriter, req *request) erro
 	if err != nil {
 		return err
 	}
+	if _, err := s.prepareMeta(req, &meta, -1, false); err != nil {
+		return err
+	}
 	if alg := strings.ToUpper(req.Header.Get("x-amz-checksum-algorithm")); alg != "" {
 		meta.System = map[string]string{"checksum-algorithm": alg}
 		meta.ChecksumType = strings.ToUpper(req.Header.Get("x-amz-checksum-type"))
@@ -248,6 +251,7 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, req *request) er
 		meta.System = nil
 	}
 	info, err := s.backend.CompleteUpload(writeContext(req), bucket, key, id, want, meta)
+	s.changed(bucket, key)
 	if err != nil {
 		return storageErr(err, bucket, key)
 	}

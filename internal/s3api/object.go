@@ -89,7 +89,7 @@ func (s *Server) receivePayload(req *request, limit int64, meta, obj storage.Obj
 	// The backend reads to EOF or fails; either way the payload is done
 	// with once the handler returns.
 	req.onDone(func() { _ = p.Close() })
-	body, sealPlan, err := s.encodeForStorage(req, size, obj, s.observer.Body(&req.obs, &countingBody{r: p, o: &req.obs}))
+	body, sealPlan, err := s.encodeForStorage(req, size, obj, req.putHooks.tap(s.observer.Body(&req.obs, &countingBody{r: p, o: &req.obs})))
 	if err != nil {
 		return storage.PutInput{}, err
 	}
@@ -106,7 +106,10 @@ func (s *Server) receivePayload(req *request, limit int64, meta, obj storage.Obj
 				m.Checksums = ck
 				m.ChecksumType = "FULL_OBJECT"
 			}
-			return sealPlan(m)
+			if err := sealPlan(m); err != nil {
+				return err
+			}
+			return req.putHooks.seal(req, m)
 		},
 	}, nil
 }
@@ -125,14 +128,20 @@ func (s *Server) putObject(w http.ResponseWriter, req *request) error {
 	if err := s.checkPutPreconditions(req); err != nil {
 		return err
 	}
+	size, _ := declaredLength(req)
+	if req.putHooks, err = s.prepareMeta(req, &meta, size, true); err != nil {
+		return err
+	}
 	in, err := s.receivePayload(req, s.maxPut, meta, meta)
 	if err != nil {
 		return err
 	}
 	info, err := s.backend.PutObject(writeContext(req), req.target.bucket, req.target.key, in)
+	s.changed(req.target.bucket, req.target.key)
 	if err != nil {
 		return storageErr(err, req.target.bucket, req.target.key)
 	}
+	req.putHooks.committed(info)
 	w.Header().Set("ETag", quoteETag(info.Meta.ETag))
 	writeChecksumHeaders(w.Header(), info.Meta.Checksums)
 	w.WriteHeader(http.StatusOK)
@@ -330,7 +339,7 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 		if rng != nil && length > 0 {
 			fetchRange = rng
 		}
-		rc, err := s.openLogical(ctx, req, info, fetchRange)
+		rc, err := s.openCached(ctx, req, info, fetchRange)
 		if err != nil {
 			if attempt < 3 && (errors.Is(err, storage.ErrObjectNotFound) || errors.Is(err, storage.ErrInvalidRange) || errors.Is(err, dataplane.ErrChanged)) {
 				continue
@@ -408,7 +417,12 @@ func partRange(info storage.ObjectInfo, n int) (*storage.Range, error) {
 }
 
 func (s *Server) deleteObject(w http.ResponseWriter, req *request) error {
-	if err := s.backend.DeleteObject(req.Context(), req.target.bucket, req.target.key); err != nil {
+	if err := s.keepDeleted(req, req.target.bucket, req.target.key); err != nil {
+		return err
+	}
+	err := s.backend.DeleteObject(req.Context(), req.target.bucket, req.target.key)
+	s.changed(req.target.bucket, req.target.key)
+	if err != nil {
 		return storageErr(err, req.target.bucket, req.target.key)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -486,6 +500,9 @@ func (s *Server) copyObject(w http.ResponseWriter, req *request) error {
 		if replaced, err = metaFromHeaders(req.Header); err != nil {
 			return err
 		}
+		if _, err = s.prepareMeta(req, &replaced, -1, false); err != nil {
+			return err
+		}
 	}
 	if srcBucket == bucket && srcKey == key {
 		if directive != "REPLACE" {
@@ -500,6 +517,7 @@ func (s *Server) copyObject(w http.ResponseWriter, req *request) error {
 		}
 		info.Meta = replaceUserMeta(info.Meta, replaced)
 		info, err = s.backend.UpdateMeta(ctx, bucket, key, info.Meta)
+		s.changed(bucket, key)
 		if err != nil {
 			return storageErr(err, bucket, key)
 		}
@@ -528,6 +546,7 @@ func (s *Server) copyObject(w http.ResponseWriter, req *request) error {
 		}
 		return sealPlan(m)
 	}})
+	s.changed(bucket, key)
 	if err != nil {
 		return storageErr(err, bucket, key)
 	}

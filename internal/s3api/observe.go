@@ -26,7 +26,19 @@ type Observation struct {
 	BytesIn  int64 // client payload bytes received (before filters)
 	BytesOut int64 // response bytes sent
 	Duration time.Duration
+	// Cache is CacheHit or CacheMiss for a GET under a caching policy,
+	// "" otherwise.
+	Cache CacheOutcome
 }
+
+// CacheOutcome says whether a GET was served from the object cache.
+type CacheOutcome string
+
+// The outcomes of a GET under a caching policy.
+const (
+	CacheHit  CacheOutcome = "hit"
+	CacheMiss CacheOutcome = "miss"
+)
 
 // Observer is told about every request. Implementations run on the
 // request path: they must be cheap and must not block (aggregate in

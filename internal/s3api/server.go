@@ -60,6 +60,14 @@ type Config struct {
 	Observer Observer
 	// QoS admits requests and shapes their bytes (qos.go); nil admits all.
 	QoS QoS
+	// RequestFilters resolves caching, tagging, metadata-guard and
+	// recycle-bin filters (requestfilters.go); nil runs none.
+	RequestFilters RequestFilters
+	// Cache is the node's object cache for caching filters; nil caches
+	// nothing.
+	Cache ObjectCache
+	// Trash keeps deleted objects for the recycle bin; nil keeps none.
+	Trash Trash
 }
 
 // Server is the S3 API. Each S3 operation is a method on it.
@@ -77,6 +85,10 @@ type Server struct {
 	decoders  dataplane.Decoders
 	observer  Observer
 	qos       QoS
+
+	reqFilters RequestFilters
+	cache      ObjectCache
+	trash      Trash
 }
 
 // New returns a Server.
@@ -85,6 +97,7 @@ func New(cfg Config) *Server {
 		backend: cfg.Backend, buckets: cfg.Buckets, auth: cfg.Auth, log: cfg.Logger,
 		domains: cfg.Domains, region: cfg.Region, maxPut: cfg.MaxObjectSize, now: time.Now,
 		pipelines: cfg.Pipelines, decoders: cfg.Decoders, observer: cfg.Observer, qos: cfg.QoS,
+		reqFilters: cfg.RequestFilters, cache: cfg.Cache, trash: cfg.Trash,
 	}
 	if s.observer == nil {
 		s.observer = noObserver{}
@@ -113,6 +126,8 @@ type request struct {
 	op        operation
 	cleanups  []func()
 	obs       Observation
+	// putHooks are a PutObject's request filters (requestfilters.go).
+	putHooks *putHooks
 }
 
 // onDone registers f to run when the handler has returned.

@@ -1,0 +1,782 @@
+// Package cache owns a gateway's object cache on its local fast disk: the
+// store behind the caching filter. It keeps whole objects as clients see
+// them (after their reverse filters), serves any byte range of them,
+// evicts by LRU or LFU within the size each caching policy grants, keeps
+// its index across restarts, and stays coherent across gateways.
+//
+// Coherence. A cached entry is tagged with the object version it holds
+// (its ETag and size, which identify its bytes: see Version). The S3 front end reads the object's
+// metadata from the backend at the start of every GET (it needs it for the
+// headers and conditions anyway), and Open serves an entry only when its
+// tag equals that metadata. A PUT is acknowledged only once the backend
+// has committed it, and the backend's metadata read is read-after-write
+// consistent (the embedded fs store; versitygw, Ceph RGW, AWS S3), so a
+// GET that starts after any PUT was acknowledged, on any gateway, sees the
+// new version's tag and cannot be served the old bytes: a stale entry is
+// a miss, and is dropped. This holds whatever happens to the bus, and
+// whatever order fills, invalidations and overwrites race in (a fill of
+// version 1 committed after version 2 was written is simply never served).
+// Invalidations on the bus (Changed) are therefore not what makes the
+// cache correct: they free the space of dead entries at once on every
+// gateway. The bus's connectivity is tracked and exported so an operator
+// sees when invalidations may have been missed; nothing else depends on it.
+package cache
+
+import (
+	"cmp"
+	"container/heap"
+	"container/list"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Version identifies the content of one version of an object. Its ETag
+// is computed by Facet over the client's bytes (their MD5, or for a
+// multipart object the MD5 of its parts' MD5s), so an equal ETag and size
+// mean equal bytes, whatever else changed (last-modified, metadata: a
+// GET's headers always come from the backend's metadata, never from the
+// cache). Modified is informative: a remote backend may report another
+// last-modified on HEAD than when the write returned.
+type Version struct {
+	ETag     string    `json:"etag"`
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+}
+
+func (v Version) equal(o Version) bool {
+	return v.ETag == o.ETag && v.Size == o.Size
+}
+
+// Policy is what one caching policy grants: a byte budget on this node and
+// the eviction order within it. Entries admitted under the same Policy
+// share the budget.
+type Policy struct {
+	Size  int64
+	Evict string // "lru" or "lfu"
+}
+
+func (p Policy) name() string { return fmt.Sprintf("%s-%d", p.Evict, p.Size) }
+
+// Bus is what the store needs of the message bus.
+type Bus interface {
+	Publish(subject string, data []byte) error
+	Subscribe(pattern string, fn func(subject string, data []byte)) (Subscription, error)
+}
+
+// Subscription is a live bus subscription.
+type Subscription interface{ Unsubscribe() error }
+
+// Subject is where invalidations travel (docs/bus.md).
+const Subject = "facet.objcache.invalidate"
+
+// Options configure a Store.
+type Options struct {
+	// Dir holds the entries; it is created when missing.
+	Dir string
+	// Node names this gateway in invalidations, so it ignores its own.
+	Node string
+	// Bus carries invalidations between gateways; nil keeps them local.
+	Bus Bus
+	// Connected reports whether the bus is reachable now; nil: always.
+	Connected func() bool
+	Logger    *slog.Logger
+	// NoSync skips fsync of entries (benchmarks). Entries are then
+	// checked against their recorded size only at load.
+	NoSync bool
+}
+
+// Stats are the store's counters since start.
+type Stats struct {
+	Hits, Misses      uint64
+	BytesServed       uint64 // bytes read from cache files by hits
+	Admitted          uint64
+	AdmitAborted      uint64 // fills abandoned (short read, error, too big)
+	Evictions         uint64 // for space
+	Stale             uint64 // dropped because the object changed
+	Invalidations     uint64 // entries dropped by an invalidation
+	Published         uint64 // invalidations published
+	PublishErrors     uint64
+	Entries           int
+	Bytes             int64
+	BusConnected      bool
+	BusOutages        uint64 // transitions from connected to disconnected
+	LastBusOutageEnds time.Time
+}
+
+// Store is the node's object cache. It is safe for concurrent use.
+type Store struct {
+	dir, tmp string
+	node     string
+	bus      Bus
+	conn     func() bool
+	log      *slog.Logger
+	noSync   bool
+	now      func() time.Time
+
+	mu      sync.Mutex
+	closed  bool
+	entries map[string]*entry // by objKey
+	parts   map[string]*partition
+
+	removeq chan string // data files to unlink, off the request path
+	sub     Subscription
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+
+	hits, misses, served, admitted, aborted, evicted, stale, invalidated atomic.Uint64
+	published, pubErrs, outages                                          atomic.Uint64
+	busUp                                                                atomic.Bool
+	lastOutage                                                           atomic.Int64
+}
+
+type entry struct {
+	ID      string  `json:"id"`
+	Bucket  string  `json:"bucket"`
+	Key     string  `json:"key"`
+	Ver     Version `json:"ver"`
+	Part    string  `json:"part"`
+	PSize   int64   `json:"psize"`
+	PEvict  string  `json:"pevict"`
+	Hits    uint64  `json:"hits"`
+	LastUse int64   `json:"last"`
+
+	elem *list.Element // lru
+	hidx int           // lfu heap index
+}
+
+func objKey(bucket, key string) string { return bucket + "\x00" + key }
+
+// Open opens the store in opts.Dir, loading the entries a previous run
+// left, and starts its background work (file removal, bus subscription,
+// connectivity tracking) until Close.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("cache: no directory")
+	}
+	s := &Store{
+		dir: filepath.Join(opts.Dir, "entries"), tmp: filepath.Join(opts.Dir, "tmp"),
+		node: opts.Node, bus: opts.Bus, conn: opts.Connected, log: opts.Logger, noSync: opts.NoSync, now: time.Now,
+		entries: map[string]*entry{}, parts: map[string]*partition{}, removeq: make(chan string, 4096),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.conn == nil {
+		s.conn = func() bool { return true }
+	}
+	for _, d := range []string{s.dir, s.tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+	}
+	// Fills in progress when the last run stopped are garbage.
+	if tmps, err := os.ReadDir(s.tmp); err == nil {
+		for _, t := range tmps {
+			_ = os.Remove(filepath.Join(s.tmp, t.Name()))
+		}
+	}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	ctx, s.stop = context.WithCancel(ctx)
+	s.busUp.Store(s.conn())
+	if s.bus != nil {
+		sub, err := s.bus.Subscribe(Subject, s.onInvalidation)
+		if err != nil {
+			s.stop()
+			return nil, fmt.Errorf("cache: subscribe %s: %w", Subject, err)
+		}
+		s.sub = sub
+	}
+	s.wg.Add(2)
+	go s.remover()
+	go s.watchBus(ctx)
+	return s, nil
+}
+
+// Close stops background work and records the index's use counts, so a
+// restart keeps the eviction order. Entries stay on disk.
+func (s *Store) Close() error {
+	if s.sub != nil {
+		_ = s.sub.Unsubscribe()
+	}
+	s.stop()
+	s.mu.Lock()
+	s.closed = true
+	close(s.removeq)
+	s.mu.Unlock()
+	s.wg.Wait()
+	return s.saveUse()
+}
+
+// remover unlinks evicted files: eviction updates the index at once (the
+// space is accounted free and the entry unreachable), and the unlink,
+// whose time depends on the file system, never runs on a request.
+func (s *Store) remover() {
+	defer s.wg.Done()
+	for id := range s.removeq {
+		_ = os.Remove(s.dataPath(id))
+		_ = os.Remove(s.metaPath(id))
+	}
+}
+
+func (s *Store) dataPath(id string) string { return filepath.Join(s.dir, id+".data") }
+func (s *Store) metaPath(id string) string { return filepath.Join(s.dir, id+".json") }
+
+// discard queues an entry's files for removal; the caller holds s.mu.
+func (s *Store) discard(e *entry) {
+	if s.closed {
+		_ = os.Remove(s.dataPath(e.ID))
+		_ = os.Remove(s.metaPath(e.ID))
+		return
+	}
+	select {
+	case s.removeq <- e.ID:
+	default:
+		// The queue is full: remove inline rather than leak the file.
+		_ = os.Remove(s.dataPath(e.ID))
+		_ = os.Remove(s.metaPath(e.ID))
+	}
+}
+
+// watchBus samples the bus's connectivity once a second.
+func (s *Store) watchBus(ctx context.Context) {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		up := s.conn()
+		was := s.busUp.Swap(up)
+		switch {
+		case was && !up:
+			s.outages.Add(1)
+			s.log.Warn("cache: bus unreachable; invalidations from other gateways may be missed (hits are still checked against the backend's metadata)")
+		case !was && up:
+			s.lastOutage.Store(s.now().UnixNano())
+			s.log.Info("cache: bus reachable again")
+		}
+	}
+}
+
+// Stats returns the counters.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	n := len(s.entries)
+	var used int64
+	for _, p := range s.parts {
+		used += p.used
+	}
+	s.mu.Unlock()
+	st := Stats{
+		Hits: s.hits.Load(), Misses: s.misses.Load(), BytesServed: s.served.Load(),
+		Admitted: s.admitted.Load(), AdmitAborted: s.aborted.Load(), Evictions: s.evicted.Load(),
+		Stale: s.stale.Load(), Invalidations: s.invalidated.Load(), Published: s.published.Load(),
+		PublishErrors: s.pubErrs.Load(), Entries: n, Bytes: used, BusConnected: s.busUp.Load(),
+		BusOutages: s.outages.Load(),
+	}
+	if ns := s.lastOutage.Load(); ns != 0 {
+		st.LastBusOutageEnds = time.Unix(0, ns)
+	}
+	return st
+}
+
+// Open returns bytes [off, off+n) of the cached copy of bucket/key when it
+// holds exactly version v, and ok=false otherwise (a miss; an entry of
+// another version is dropped).
+func (s *Store) Open(bucket, key string, v Version, off, n int64) (rc io.ReadCloser, ok bool) {
+	k := objKey(bucket, key)
+	s.mu.Lock()
+	e := s.entries[k]
+	if e == nil {
+		s.mu.Unlock()
+		s.misses.Add(1)
+		return nil, false
+	}
+	if !e.Ver.equal(v) {
+		s.removeLocked(k, e)
+		s.mu.Unlock()
+		s.stale.Add(1)
+		s.misses.Add(1)
+		return nil, false
+	}
+	e.Hits++
+	e.LastUse = s.now().UnixNano()
+	s.parts[e.Part].touch(e)
+	id := e.ID
+	s.mu.Unlock()
+	if off < 0 || n < 0 || off+n > v.Size {
+		s.misses.Add(1)
+		return nil, false
+	}
+	f, err := os.Open(s.dataPath(id))
+	if err != nil {
+		// Evicted meanwhile (the unlink raced the open): a miss.
+		s.misses.Add(1)
+		return nil, false
+	}
+	s.hits.Add(1)
+	return &hitReader{SectionReader: io.NewSectionReader(f, off, n), f: f, s: s}, true
+}
+
+type hitReader struct {
+	*io.SectionReader
+	f *os.File
+	s *Store
+}
+
+func (h *hitReader) Read(p []byte) (int, error) {
+	n, err := h.SectionReader.Read(p)
+	h.s.served.Add(uint64(n))
+	return n, err
+}
+
+func (h *hitReader) Close() error { return h.f.Close() }
+
+// Contains reports whether bucket/key is cached as version v, without
+// counting a hit or a miss.
+func (s *Store) Contains(bucket, key string, v Version) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[objKey(bucket, key)]
+	return e != nil && e.Ver.equal(v)
+}
+
+// removeLocked drops an entry; the caller holds s.mu.
+func (s *Store) removeLocked(k string, e *entry) {
+	delete(s.entries, k)
+	if p := s.parts[e.Part]; p != nil {
+		p.remove(e)
+	}
+	s.discard(e)
+}
+
+// Changed drops the local entry of bucket/key and tells the other
+// gateways to drop theirs. The S3 front end calls it after every change
+// to an object (PUT, copy, multipart completion, DELETE, metadata
+// replacement, restore from the recycle bin), before answering.
+func (s *Store) Changed(bucket, key string) {
+	s.drop(bucket, key)
+	if s.bus == nil {
+		return
+	}
+	msg, err := json.Marshal(invalidation{V: 1, Node: s.node, Bucket: bucket, Key: key})
+	if err == nil {
+		err = s.bus.Publish(Subject, msg)
+	}
+	if err != nil {
+		s.pubErrs.Add(1)
+		return
+	}
+	s.published.Add(1)
+}
+
+// invalidation is the message on Subject.
+type invalidation struct {
+	V      int    `json:"v"`
+	Node   string `json:"node"`
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+}
+
+func (s *Store) onInvalidation(_ string, data []byte) {
+	var m invalidation
+	if err := json.Unmarshal(data, &m); err != nil || m.V != 1 || m.Bucket == "" {
+		return
+	}
+	if m.Node == s.node && s.node != "" {
+		return
+	}
+	s.drop(m.Bucket, m.Key)
+}
+
+func (s *Store) drop(bucket, key string) {
+	k := objKey(bucket, key)
+	s.mu.Lock()
+	if e := s.entries[k]; e != nil {
+		s.removeLocked(k, e)
+		s.invalidated.Add(1)
+	}
+	s.mu.Unlock()
+}
+
+// Fill is an admission in progress: the object's bytes are written to a
+// temporary file as they stream to (GET) or from (PUT) the client. Commit
+// makes it an entry; Abort discards it. Either must be called once.
+type Fill struct {
+	s       *Store
+	pol     Policy
+	bucket  string
+	key     string
+	size    int64
+	f       *os.File
+	n       int64
+	failed  bool
+	settled bool
+}
+
+// Admit starts a fill of bucket/key, an object of size bytes, under pol.
+// It returns nil when the object cannot fit the policy's budget.
+func (s *Store) Admit(pol Policy, bucket, key string, size int64) *Fill {
+	if size < 0 || size > pol.Size || pol.Size <= 0 {
+		return nil
+	}
+	f, err := os.CreateTemp(s.tmp, "fill-*")
+	if err != nil {
+		s.log.Warn("cache: cannot start a fill", "err", err)
+		return nil
+	}
+	return &Fill{s: s, pol: pol, bucket: bucket, key: key, size: size, f: f}
+}
+
+// Write appends to the fill. It never fails the caller's stream: a write
+// error marks the fill failed, and Commit then discards it.
+func (w *Fill) Write(p []byte) (int, error) {
+	if w.failed || w.settled {
+		return len(p), nil
+	}
+	if w.n+int64(len(p)) > w.size {
+		w.failed = true
+		return len(p), nil
+	}
+	n, err := w.f.Write(p)
+	w.n += int64(n)
+	if err != nil {
+		w.failed = true
+	}
+	return len(p), nil
+}
+
+// Abort discards the fill.
+func (w *Fill) Abort() {
+	if w.settled {
+		return
+	}
+	w.settled = true
+	w.s.aborted.Add(1)
+	name := w.f.Name()
+	w.f.Close()
+	_ = os.Remove(name)
+}
+
+// Commit makes the fill the entry of bucket/key for version v, once it
+// holds exactly v.Size bytes. It syncs the file first, so an entry that
+// survives a crash is whole.
+func (w *Fill) Commit(v Version) error {
+	if w.settled {
+		return errors.New("cache: fill already settled")
+	}
+	if w.failed || w.n != w.size || v.Size != w.size {
+		w.Abort()
+		return fmt.Errorf("cache: fill of %q/%q holds %d bytes, want %d", w.bucket, w.key, w.n, v.Size)
+	}
+	w.settled = true
+	s := w.s
+	id, err := newID()
+	if err != nil {
+		w.settled = false
+		w.Abort()
+		return err
+	}
+	name := w.f.Name()
+	if !s.noSync {
+		err = w.f.Sync()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	e := &entry{ID: id, Bucket: w.bucket, Key: w.key, Ver: v, Part: w.pol.name(), PSize: w.pol.Size, PEvict: w.pol.Evict,
+		Hits: 0, LastUse: s.now().UnixNano()}
+	if err == nil {
+		err = os.Rename(name, s.dataPath(id))
+	}
+	if err == nil {
+		err = s.writeMeta(e)
+	}
+	if err != nil {
+		_ = os.Remove(name)
+		_ = os.Remove(s.dataPath(id))
+		s.aborted.Add(1)
+		return fmt.Errorf("cache: commit: %w", err)
+	}
+	s.mu.Lock()
+	s.insertLocked(e)
+	s.mu.Unlock()
+	s.admitted.Add(1)
+	return nil
+}
+
+// insertLocked indexes e, replacing the key's previous entry and evicting
+// within e's partition until it fits. Each eviction is O(1) (LRU) or
+// O(log n) (LFU) under the lock, and its file goes to the remover: the
+// time an admission spends evicting is bounded by the number of entries
+// its own size displaces. The caller holds s.mu.
+func (s *Store) insertLocked(e *entry) {
+	k := objKey(e.Bucket, e.Key)
+	if old := s.entries[k]; old != nil {
+		s.removeLocked(k, old)
+	}
+	p := s.parts[e.Part]
+	if p == nil {
+		p = newPartition(e.Part, e.PSize, e.PEvict)
+		s.parts[e.Part] = p
+	}
+	for p.used+e.Ver.Size > p.size {
+		v := p.victim()
+		if v == nil {
+			break
+		}
+		s.removeLocked(objKey(v.Bucket, v.Key), v)
+		s.evicted.Add(1)
+	}
+	s.entries[k] = e
+	p.add(e)
+}
+
+func newID() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// writeMeta records e next to its data file (temp, sync, rename), after
+// the data file is in place: a sidecar always names a whole data file.
+func (s *Store) writeMeta(e *entry) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(s.tmp, "meta-*")
+	if err != nil {
+		return err
+	}
+	if _, err = f.Write(b); err == nil && !s.noSync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), s.metaPath(e.ID))
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
+}
+
+// useFile records hits and last use at Close, to restore eviction order.
+const useFile = "use.json"
+
+type useRecord struct {
+	Hits uint64 `json:"h"`
+	Last int64  `json:"l"`
+}
+
+func (s *Store) saveUse() error {
+	s.mu.Lock()
+	use := make(map[string]useRecord, len(s.entries))
+	for _, e := range s.entries {
+		use[e.ID] = useRecord{Hits: e.Hits, Last: e.LastUse}
+	}
+	s.mu.Unlock()
+	b, err := json.Marshal(use)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(s.tmp, useFile)
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("cache: save use: %w", err)
+	}
+	return os.Rename(tmp, filepath.Join(filepath.Dir(s.dir), useFile))
+}
+
+// load rebuilds the index from the sidecars. A sidecar whose data file is
+// missing or of the wrong size is dropped with its file; data files
+// without a sidecar (a crash between the two renames) are removed.
+func (s *Store) load() error {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	var use map[string]useRecord
+	usePath := filepath.Join(filepath.Dir(s.dir), useFile)
+	if b, err := os.ReadFile(usePath); err == nil {
+		_ = json.Unmarshal(b, &use)
+	}
+	_ = os.Remove(usePath) // stale after this run's first change
+	seen := map[string]bool{}
+	var loaded []*entry
+	for _, d := range ents {
+		id, ok := strings.CutSuffix(d.Name(), ".json")
+		if !ok {
+			continue
+		}
+		e, err := s.readMeta(id)
+		if err != nil {
+			s.log.Warn("cache: dropping unreadable entry", "id", id, "err", err)
+			_ = os.Remove(s.metaPath(id))
+			_ = os.Remove(s.dataPath(id))
+			continue
+		}
+		if u, ok := use[id]; ok {
+			e.Hits, e.LastUse = u.Hits, u.Last
+		}
+		seen[id] = true
+		loaded = append(loaded, e)
+	}
+	for _, d := range ents {
+		if id, ok := strings.CutSuffix(d.Name(), ".data"); ok && !seen[id] {
+			_ = os.Remove(filepath.Join(s.dir, d.Name()))
+		}
+	}
+	// Oldest use first, so LRU order comes back as it was.
+	sortByUse(loaded)
+	for _, e := range loaded {
+		s.insertLocked(e)
+	}
+	if len(loaded) > 0 {
+		s.log.Info("cache: loaded entries", "entries", len(s.entries))
+	}
+	return nil
+}
+
+func (s *Store) readMeta(id string) (*entry, error) {
+	b, err := os.ReadFile(s.metaPath(id))
+	if err != nil {
+		return nil, err
+	}
+	var e entry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, err
+	}
+	if e.ID != id || e.Bucket == "" || e.Ver.Size < 0 || e.PSize <= 0 || (e.PEvict != "lru" && e.PEvict != "lfu") {
+		return nil, errors.New("malformed sidecar")
+	}
+	e.Part = Policy{Size: e.PSize, Evict: e.PEvict}.name()
+	fi, err := os.Stat(s.dataPath(id))
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() != e.Ver.Size {
+		return nil, fmt.Errorf("data file holds %d bytes, entry says %d", fi.Size(), e.Ver.Size)
+	}
+	return &e, nil
+}
+
+// partition is one policy's budget and eviction order.
+type partition struct {
+	name  string
+	size  int64
+	used  int64
+	evict string
+	lru   *list.List // front: most recently used
+	lfu   lfuHeap
+}
+
+func newPartition(name string, size int64, evict string) *partition {
+	return &partition{name: name, size: size, evict: evict, lru: list.New()}
+}
+
+func (p *partition) add(e *entry) {
+	p.used += e.Ver.Size
+	if p.evict == "lfu" {
+		heap.Push(&p.lfu, e)
+		return
+	}
+	e.elem = p.lru.PushFront(e)
+}
+
+func (p *partition) remove(e *entry) {
+	p.used -= e.Ver.Size
+	if p.evict == "lfu" {
+		if e.hidx >= 0 && e.hidx < len(p.lfu) && p.lfu[e.hidx] == e {
+			heap.Remove(&p.lfu, e.hidx)
+		}
+		return
+	}
+	if e.elem != nil {
+		p.lru.Remove(e.elem)
+		e.elem = nil
+	}
+}
+
+func (p *partition) touch(e *entry) {
+	if p == nil {
+		return
+	}
+	if p.evict == "lfu" {
+		if e.hidx >= 0 && e.hidx < len(p.lfu) && p.lfu[e.hidx] == e {
+			heap.Fix(&p.lfu, e.hidx)
+		}
+		return
+	}
+	if e.elem != nil {
+		p.lru.MoveToFront(e.elem)
+	}
+}
+
+func (p *partition) victim() *entry {
+	if p.evict == "lfu" {
+		if len(p.lfu) == 0 {
+			return nil
+		}
+		return p.lfu[0]
+	}
+	if b := p.lru.Back(); b != nil {
+		return b.Value.(*entry)
+	}
+	return nil
+}
+
+// lfuHeap orders entries by hits, then by last use: the least frequently
+// used, and among those the least recently, is at the top.
+type lfuHeap []*entry
+
+func (h lfuHeap) Len() int { return len(h) }
+func (h lfuHeap) Less(i, j int) bool {
+	if h[i].Hits != h[j].Hits {
+		return h[i].Hits < h[j].Hits
+	}
+	return h[i].LastUse < h[j].LastUse
+}
+func (h lfuHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hidx, h[j].hidx = i, j
+}
+func (h *lfuHeap) Push(x any) {
+	e := x.(*entry)
+	e.hidx = len(*h)
+	*h = append(*h, e)
+}
+func (h *lfuHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.hidx = -1
+	return e
+}
+
+func sortByUse(es []*entry) {
+	slices.SortFunc(es, func(a, b *entry) int { return cmp.Compare(a.LastUse, b.LastUse) })
+}

@@ -1,0 +1,46 @@
+package filter
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"testing"
+)
+
+func TestCachingSettings(t *testing.T) {
+	reg := NewBuiltinRegistry()
+	for _, c := range []struct {
+		p    Params
+		want CacheSettings
+	}{
+		{nil, CacheSettings{Size: 1 << 30, Evict: "lru", AdmitGet: true, AdmitPut: true}},
+		{Params{"size": "2097152", "policy": "lfu", "admit": "get"}, CacheSettings{Size: 2 << 20, Evict: "lfu", AdmitGet: true}},
+		{Params{"admit": "put"}, CacheSettings{Size: 1 << 30, Evict: "lru", AdmitPut: true}},
+	} {
+		f := newFilter(t, reg, "caching", c.p, Env{}).(*Caching)
+		if got := f.CacheSettings(); got != c.want {
+			t.Errorf("%v: settings %+v, want %+v", c.p, got, c.want)
+		}
+	}
+	in, _ := reg.Lookup("caching")
+	for _, bad := range []Params{{"policy": "mru"}, {"admit": "head"}, {"size": "1"}, {"ttl": "1s"}} {
+		if _, err := in.New(bad, Env{}); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// On PUT the filter hands the client's bytes on untouched: admission
+// copies them before any filter runs.
+func TestCachingPassesPutBodyThrough(t *testing.T) {
+	f := newFilter(t, NewBuiltinRegistry(), "caching", nil, Env{}).(Transformer)
+	plain := randData(3, 100_000)
+	r, err := f.Transform(context.Background(), testReq, bytes.NewReader(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(r)
+	if !bytes.Equal(got, plain) {
+		t.Fatal("caching changed a PUT body")
+	}
+}

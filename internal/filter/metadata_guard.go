@@ -1,0 +1,118 @@
+package filter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// The metadata guard removes or refuses named x-amz-meta-* keys on PUT:
+// Crystal's metadata blocker. A refused request gets 400 InvalidArgument
+// naming the key, and nothing is stored.
+const (
+	metadataGuardName    = "metadata_guard"
+	metadataGuardVersion = 1
+)
+
+// MetadataGuard is a metadata_guard instance.
+type MetadataGuard struct {
+	info        *Info
+	strip, deny []string
+}
+
+var (
+	_ MetaEditor  = (*MetadataGuard)(nil)
+	_ Transformer = (*MetadataGuard)(nil)
+)
+
+func metadataGuardInfo() *Info {
+	in := &Info{
+		Name:    metadataGuardName,
+		Version: metadataGuardVersion,
+		Kind:    "native",
+		Methods: []Method{MethodPut},
+		Stages:  []Stage{StageGateway},
+		Doc: "Removes (strip=) or refuses (deny=) the named x-amz-meta-* keys of PUTs, copies and multipart uploads; " +
+			"names are separated by ':' or '|', with or without the x-amz-meta- prefix, and a trailing '*' matches a prefix.",
+		Params: []ParamSpec{
+			{Name: "strip", Type: TypeString, Doc: "keys removed silently, e.g. strip=x-amz-meta-internal:debug*"},
+			{Name: "deny", Type: TypeString, Doc: "keys whose presence refuses the request with 400 InvalidArgument"},
+		},
+	}
+	in.New = func(p Params, _ Env) (Filter, error) {
+		p, err := resolveParams(in, p)
+		if err != nil {
+			return nil, err
+		}
+		g := &MetadataGuard{info: in}
+		if g.strip, err = metaKeyList(p["strip"]); err != nil {
+			return nil, fmt.Errorf("%s: strip: %w", metadataGuardName, err)
+		}
+		if g.deny, err = metaKeyList(p["deny"]); err != nil {
+			return nil, fmt.Errorf("%s: deny: %w", metadataGuardName, err)
+		}
+		return g, nil
+	}
+	return in
+}
+
+// metaKeyList parses "a:b|c*" into lower-case key patterns without the
+// x-amz-meta- prefix.
+func metaKeyList(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ':' || r == '|' || r == ';' }) {
+		f = strings.ToLower(strings.TrimSpace(f))
+		f = strings.TrimPrefix(f, "x-amz-meta-")
+		if f == "" {
+			continue
+		}
+		if strings.Contains(strings.TrimSuffix(f, "*"), "*") {
+			return nil, fmt.Errorf("%q: '*' is allowed only at the end", f)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func metaKeyMatches(patterns []string, key string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool {
+		if pre, ok := strings.CutSuffix(p, "*"); ok {
+			return strings.HasPrefix(key, pre)
+		}
+		return p == key
+	})
+}
+
+// Info describes the filter.
+func (g *MetadataGuard) Info() *Info { return g.info }
+
+// Peek is 0: the guard decides before the body is read.
+func (g *MetadataGuard) Peek() int { return 0 }
+
+// EditMeta refuses a denied key, then removes stripped ones. The refusal
+// names the first denied key in sorted order, so the answer is stable.
+func (g *MetadataGuard) EditMeta(_ context.Context, _ *Request, _ []byte, meta map[string]string) error {
+	keys := make([]string, 0, len(meta))
+	for k := range meta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if metaKeyMatches(g.deny, k) {
+			return &Refusal{Filter: metadataGuardName, Message: fmt.Sprintf("metadata key x-amz-meta-%s is not allowed here", k)}
+		}
+	}
+	for _, k := range keys {
+		if metaKeyMatches(g.strip, k) {
+			delete(meta, k)
+		}
+	}
+	return nil
+}
+
+// Transform passes the body on: the guard acts on metadata only.
+func (g *MetadataGuard) Transform(_ context.Context, _ *Request, in io.Reader) (io.Reader, error) {
+	return in, nil
+}

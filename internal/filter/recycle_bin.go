@@ -1,0 +1,55 @@
+package filter
+
+import (
+	"fmt"
+	"time"
+)
+
+// The recycle bin keeps deleted objects for max_time in a hidden area of
+// their tenant, from where the tenant or an administrator can restore them
+// (facet ctl trash). Like caching, the filter carries its settings; the
+// trash store (internal/filter/trash) moves the bytes.
+const (
+	recycleBinName    = "recycle_bin"
+	recycleBinVersion = 1
+)
+
+// RecycleBin is a recycle_bin instance.
+type RecycleBin struct {
+	info   *Info
+	maxAge time.Duration
+}
+
+func recycleBinInfo() *Info {
+	in := &Info{
+		Name:    recycleBinName,
+		Version: recycleBinVersion,
+		Kind:    "native",
+		Methods: []Method{MethodDelete},
+		Stages:  []Stage{StageGateway},
+		Doc: "On DELETE, keeps the object (its stored bytes and metadata, reverse plan included) for max_time in a hidden area " +
+			"of its tenant, not listable through S3; `facet ctl trash list|restore|purge` and /v1/trash manage it.",
+		Params: []ParamSpec{
+			{Name: "max_time", Type: TypeDuration, Default: "720h", Min: 1, Max: 10 * 365 * 24 * 3600,
+				Doc: "how long a deleted object is kept before the background purge removes it"},
+		},
+	}
+	in.New = func(p Params, _ Env) (Filter, error) {
+		p, err := resolveParams(in, p)
+		if err != nil {
+			return nil, err
+		}
+		d, err := time.ParseDuration(p["max_time"])
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%s: max_time=%q: want a positive duration", recycleBinName, p["max_time"])
+		}
+		return &RecycleBin{info: in, maxAge: d}, nil
+	}
+	return in
+}
+
+// Info describes the filter.
+func (r *RecycleBin) Info() *Info { return r.info }
+
+// KeepFor is how long a deleted object stays in the bin.
+func (r *RecycleBin) KeepFor() time.Duration { return r.maxAge }

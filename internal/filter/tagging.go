@@ -1,0 +1,142 @@
+package filter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The tagging filter sets user metadata from a regular expression matched
+// against the object's key or the first bytes of its content, so that
+// later policies (OBJECT_TAG=...) and applications can tell objects apart
+// without reading them.
+const (
+	taggingName    = "tagging"
+	taggingVersion = 1
+	maxTagPeek     = 1 << 20
+)
+
+// Tagging is a tagging instance.
+type Tagging struct {
+	info    *Info
+	re      *regexp.Regexp
+	name    string
+	value   string // template: $1, ${name} expand from the match
+	content bool
+	peek    int
+}
+
+var (
+	_ MetaEditor  = (*Tagging)(nil)
+	_ Transformer = (*Tagging)(nil)
+)
+
+var metaNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,127}$`)
+
+func taggingInfo() *Info {
+	in := &Info{
+		Name:    taggingName,
+		Version: taggingVersion,
+		Kind:    "native",
+		Methods: []Method{MethodPut},
+		Stages:  []Stage{StageGateway},
+		Doc: `Sets user metadata x-amz-meta-NAME when regex matches the key (on=key) or the first peek bytes of the ` +
+			`content (on=content); tag="NAME=VALUE", where VALUE may use the match's groups ($1, ${name}).`,
+		Params: []ParamSpec{
+			{Name: "regex", Type: TypeString, Doc: "RE2 regular expression"},
+			{Name: "tag", Type: TypeString, Doc: `"NAME=VALUE": the metadata key (without x-amz-meta-) and its value template`},
+			{Name: "on", Type: TypeEnum, Default: "key", Enum: []string{"key", "content"}, Doc: "what regex is matched against"},
+			{Name: "peek", Type: TypeSize, Default: "4096", Min: 1, Max: maxTagPeek, Doc: "leading bytes of the content matched when on=content"},
+		},
+	}
+	in.New = func(p Params, _ Env) (Filter, error) {
+		p, err := resolveParams(in, p)
+		if err != nil {
+			return nil, err
+		}
+		return newTagging(in, p)
+	}
+	return in
+}
+
+func newTagging(in *Info, p Params) (*Tagging, error) {
+	if p["regex"] == "" && p["tag"] == "" {
+		// Built without parameters (the registry's self-check): inert.
+		return &Tagging{info: in}, nil
+	}
+	if p["regex"] == "" || p["tag"] == "" {
+		return nil, fmt.Errorf("%s: regex= and tag= are both required", taggingName)
+	}
+	re, err := regexp.Compile(p["regex"])
+	if err != nil {
+		return nil, fmt.Errorf("%s: regex: %w", taggingName, err)
+	}
+	name, value, ok := strings.Cut(p["tag"], "=")
+	name = strings.ToLower(strings.TrimPrefix(strings.ToLower(strings.TrimSpace(name)), "x-amz-meta-"))
+	if !ok || !metaNameRE.MatchString(name) {
+		return nil, fmt.Errorf("%s: tag=%q: want NAME=VALUE with NAME made of a-z, 0-9, '-', '_' and '.'", taggingName, p["tag"])
+	}
+	peek, err := strconv.Atoi(p["peek"])
+	if err != nil {
+		return nil, fmt.Errorf("%s: peek: %w", taggingName, err)
+	}
+	t := &Tagging{info: in, re: re, name: name, value: value, content: p["on"] == "content", peek: peek}
+	return t, nil
+}
+
+// Info describes the filter.
+func (t *Tagging) Info() *Info { return t.info }
+
+// Peek is how many leading bytes the content match needs (0 on keys).
+func (t *Tagging) Peek() int {
+	if t.content {
+		return t.peek
+	}
+	return 0
+}
+
+// EditMeta sets the tag when the regex matches. A client's own value of
+// the same key is replaced: the policy is the authority on its tags.
+func (t *Tagging) EditMeta(_ context.Context, req *Request, head []byte, meta map[string]string) error {
+	if t.re == nil {
+		return nil
+	}
+	var subject []byte
+	if t.content {
+		subject = head
+	} else {
+		subject = []byte(req.Key)
+	}
+	m := t.re.FindSubmatchIndex(subject)
+	if m == nil {
+		return nil
+	}
+	v := t.re.Expand(nil, []byte(t.value), subject, m)
+	meta[t.name] = sanitizeMetaValue(v)
+	return nil
+}
+
+// sanitizeMetaValue keeps a value HTTP-header safe: printable ASCII, at
+// most 256 bytes; anything else is replaced by '_'.
+func sanitizeMetaValue(v []byte) string {
+	if len(v) > 256 {
+		v = v[:256]
+	}
+	out := make([]byte, len(v))
+	for i, c := range v {
+		if c < 0x20 || c > 0x7e {
+			c = '_'
+		}
+		out[i] = c
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Transform passes the body on: the content match sees the body through
+// the front end's peek, before any filter.
+func (t *Tagging) Transform(_ context.Context, _ *Request, in io.Reader) (io.Reader, error) {
+	return in, nil
+}

@@ -1,0 +1,351 @@
+// Package trash owns the recycle bin's store: deleted objects kept, per
+// tenant, in a hidden area of the backend (the bucket ".facet-trash",
+// which no S3 request can name: S3 bucket names never start with '.'),
+// their listing, restoration and purge. An object is kept as it was
+// stored (its bytes as the filters left them, its metadata with its
+// reverse plan), so restoring it needs no decoding and the restored
+// object reads back as before. Entries are named
+// TENANT/ID/BUCKET/KEY, where ID starts with the expiry time, so the
+// listing and the purge read names only.
+package trash
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/facet-sds/facet/internal/storage"
+)
+
+// Bucket is the backend bucket holding every tenant's recycle bin.
+const Bucket = ".facet-trash"
+
+// Errors of the store.
+var (
+	ErrNotFound = errors.New("no such item in the recycle bin")
+	// ErrConflict: the object's key holds another object now.
+	ErrConflict = errors.New("an object exists at the key")
+	// ErrBucketGone: the bucket the object came from no longer exists or
+	// belongs to another tenant.
+	ErrBucketGone = errors.New("the object's bucket no longer belongs to the tenant")
+)
+
+// Owners tells which tenant owns a bucket (the metadata store).
+type Owners interface {
+	BucketOwner(ctx context.Context, bucket string) (tenant string, created time.Time, err error)
+}
+
+// Item is one deleted object in a tenant's recycle bin.
+type Item struct {
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant"`
+	Bucket    string    `json:"bucket"`
+	Key       string    `json:"key"`
+	Size      int64     `json:"size"`
+	ETag      string    `json:"etag"`
+	DeletedAt time.Time `json:"deleted_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Config assembles a Store.
+type Config struct {
+	Backend storage.Backend
+	Owners  Owners
+	// Changed is told about a restored object (cache coherence); may be nil.
+	Changed func(bucket, key string)
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Store is the recycle bin.
+type Store struct {
+	b       storage.Backend
+	owners  Owners
+	changed func(bucket, key string)
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// New returns a Store.
+func New(cfg Config) *Store {
+	s := &Store{b: cfg.Backend, owners: cfg.Owners, changed: cfg.Changed, log: cfg.Logger, now: cfg.Now}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.changed == nil {
+		s.changed = func(string, string) {}
+	}
+	return s
+}
+
+var idRE = regexp.MustCompile(`^([0-9]{1,19})-([0-9]{1,19})-([0-9a-f]{8})$`)
+
+func (s *Store) ensureBucket(ctx context.Context) error {
+	ok, err := s.b.BucketExists(ctx, Bucket)
+	if err != nil || ok {
+		return err
+	}
+	if err := s.b.CreateBucket(ctx, Bucket); err != nil && !errors.Is(err, storage.ErrBucketExists) {
+		return err
+	}
+	return nil
+}
+
+// Keep copies bucket/key, as stored, into tenant's recycle bin for
+// keepFor. The caller deletes the object afterwards. It returns
+// storage.ErrObjectNotFound when there is nothing to keep.
+func (s *Store) Keep(ctx context.Context, tenant, bucket, key string, keepFor time.Duration) error {
+	if err := s.ensureBucket(ctx); err != nil {
+		return fmt.Errorf("recycle bin: %w", err)
+	}
+	rc, info, err := s.b.GetObject(ctx, bucket, key, nil)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	now := s.now()
+	var r [4]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return err
+	}
+	id := fmt.Sprintf("%d-%d-%s", now.Add(keepFor).Unix(), now.UnixNano(), hex.EncodeToString(r[:]))
+	meta := info.Meta
+	meta.System = maps.Clone(meta.System)
+	if meta.System == nil {
+		meta.System = map[string]string{}
+	}
+	meta.System["facet.trash.modified"] = strconv.FormatInt(info.LastModified.UnixNano(), 10)
+	counted := &countReader{r: rc}
+	_, err = s.b.PutObject(ctx, Bucket, tenant+"/"+id+"/"+bucket+"/"+key, storage.PutInput{Body: counted, Meta: meta,
+		Seal: func(*storage.ObjectMeta) error {
+			if counted.n != info.StoredSize {
+				return fmt.Errorf("recycle bin: read %d of the object's %d stored bytes", counted.n, info.StoredSize)
+			}
+			return nil
+		}})
+	if err != nil {
+		return fmt.Errorf("recycle bin: keep %s/%s: %w", bucket, key, err)
+	}
+	s.log.InfoContext(ctx, "recycle bin: kept deleted object", "tenant", tenant, "bucket", bucket, "id", id)
+	return nil
+}
+
+type countReader struct {
+	r interface{ Read([]byte) (int, error) }
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// parse reads an entry's name; ok is false for a name this store did not
+// write.
+func parse(name string, info storage.ObjectInfo) (Item, bool) {
+	parts := strings.SplitN(name, "/", 4)
+	if len(parts) != 4 || parts[0] == "" || parts[2] == "" {
+		return Item{}, false
+	}
+	m := idRE.FindStringSubmatch(parts[1])
+	if m == nil {
+		return Item{}, false
+	}
+	exp, err1 := strconv.ParseInt(m[1], 10, 64)
+	del, err2 := strconv.ParseInt(m[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return Item{}, false
+	}
+	return Item{ID: parts[1], Tenant: parts[0], Bucket: parts[2], Key: parts[3], Size: info.Meta.Size, ETag: info.Meta.ETag,
+		DeletedAt: time.Unix(0, del).UTC(), ExpiresAt: time.Unix(exp, 0).UTC()}, true
+}
+
+// each calls fn for every entry under prefix, in name order.
+func (s *Store) each(ctx context.Context, prefix string, fn func(name string, it Item) error) error {
+	ok, err := s.b.BucketExists(ctx, Bucket)
+	if err != nil || !ok {
+		return err
+	}
+	marker := ""
+	for {
+		res, err := s.b.ListObjects(ctx, Bucket, storage.ListOptions{Prefix: prefix, Marker: marker, MaxKeys: 1000})
+		if err != nil {
+			return err
+		}
+		for _, o := range res.Objects {
+			if it, ok := parse(o.Key, o); ok {
+				if err := fn(o.Key, it); err != nil {
+					return err
+				}
+			}
+			marker = o.Key
+		}
+		if !res.IsTruncated || len(res.Objects) == 0 {
+			return nil
+		}
+		if res.NextMarker != "" {
+			marker = res.NextMarker
+		}
+	}
+}
+
+// List returns tenant's recycle bin, oldest deletion first.
+func (s *Store) List(ctx context.Context, tenant string) ([]Item, error) {
+	if err := checkTenant(tenant); err != nil {
+		return nil, err
+	}
+	out := []Item{}
+	err := s.each(ctx, tenant+"/", func(_ string, it Item) error {
+		out = append(out, it)
+		return nil
+	})
+	return out, err
+}
+
+func checkTenant(t string) error {
+	if t == "" || strings.Contains(t, "/") {
+		return fmt.Errorf("%w: tenant %q", ErrNotFound, t)
+	}
+	return nil
+}
+
+// find returns the entry name and item of id in tenant's bin.
+func (s *Store) find(ctx context.Context, tenant, id string) (string, Item, error) {
+	if err := checkTenant(tenant); err != nil {
+		return "", Item{}, err
+	}
+	if !idRE.MatchString(id) {
+		return "", Item{}, fmt.Errorf("%w: id %q", ErrNotFound, id)
+	}
+	var name string
+	var item Item
+	err := s.each(ctx, tenant+"/"+id+"/", func(n string, it Item) error {
+		name, item = n, it
+		return nil
+	})
+	if err != nil {
+		return "", Item{}, err
+	}
+	if name == "" {
+		return "", Item{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return name, item, nil
+}
+
+// Restore puts item id back at its bucket and key, as it was stored, and
+// removes it from the bin. An object at that key now is kept (ErrConflict)
+// unless overwrite is set.
+func (s *Store) Restore(ctx context.Context, tenant, id string, overwrite bool) (Item, error) {
+	name, it, err := s.find(ctx, tenant, id)
+	if err != nil {
+		return Item{}, err
+	}
+	owner, _, err := s.owners.BucketOwner(ctx, it.Bucket)
+	if err != nil || owner != tenant {
+		return Item{}, fmt.Errorf("%w: %s", ErrBucketGone, it.Bucket)
+	}
+	if !overwrite {
+		if _, err := s.b.HeadObject(ctx, it.Bucket, it.Key); err == nil {
+			return Item{}, fmt.Errorf("%w: %s/%s", ErrConflict, it.Bucket, it.Key)
+		} else if !errors.Is(err, storage.ErrObjectNotFound) {
+			return Item{}, err
+		}
+	}
+	rc, info, err := s.b.GetObject(ctx, Bucket, name, nil)
+	if err != nil {
+		return Item{}, err
+	}
+	defer rc.Close()
+	meta := info.Meta
+	meta.System = maps.Clone(meta.System)
+	delete(meta.System, "facet.trash.modified")
+	if len(meta.System) == 0 {
+		meta.System = nil
+	}
+	counted := &countReader{r: rc}
+	_, err = s.b.PutObject(ctx, it.Bucket, it.Key, storage.PutInput{Body: counted, Meta: meta, Seal: func(*storage.ObjectMeta) error {
+		if counted.n != info.StoredSize {
+			return fmt.Errorf("recycle bin: read %d of %d stored bytes", counted.n, info.StoredSize)
+		}
+		return nil
+	}})
+	s.changed(it.Bucket, it.Key)
+	if err != nil {
+		return Item{}, fmt.Errorf("recycle bin: restore %s/%s: %w", it.Bucket, it.Key, err)
+	}
+	if err := s.b.DeleteObject(ctx, Bucket, name); err != nil {
+		return Item{}, fmt.Errorf("recycle bin: restored, but the bin entry stays: %w", err)
+	}
+	s.log.InfoContext(ctx, "recycle bin: restored object", "tenant", tenant, "bucket", it.Bucket, "id", id)
+	return it, nil
+}
+
+// Purge removes item id from tenant's bin now.
+func (s *Store) Purge(ctx context.Context, tenant, id string) error {
+	name, _, err := s.find(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	return s.b.DeleteObject(ctx, Bucket, name)
+}
+
+// PurgeExpired removes every tenant's items whose time is up and returns
+// how many it removed.
+func (s *Store) PurgeExpired(ctx context.Context) (int, error) {
+	now := s.now()
+	n := 0
+	err := s.each(ctx, "", func(name string, it Item) error {
+		if it.ExpiresAt.After(now) {
+			return nil
+		}
+		if err := s.b.DeleteObject(ctx, Bucket, name); err != nil {
+			return err
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// Run purges expired items every period until ctx ends. A failed pass is
+// logged and retried at the next period; a panic in a pass is recovered
+// and logged, so the loop never takes the gateway down.
+func (s *Store) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		s.pass(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Store) pass(ctx context.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("recycle bin: purge pass panicked", "panic", fmt.Sprint(r))
+		}
+	}()
+	n, err := s.PurgeExpired(ctx)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("recycle bin: purge pass failed", "err", err)
+	}
+	if n > 0 {
+		s.log.Info("recycle bin: purged expired objects", "count", n)
+	}
+}

@@ -1,0 +1,34 @@
+package metrics
+
+import (
+	"github.com/facet-sds/facet/internal/policy"
+	"github.com/facet-sds/facet/internal/s3api"
+)
+
+// CacheHitRatio is cache_hit_ratio: the fraction of GETs under a caching
+// policy that the gateway's object cache served, merged over nodes as
+// hits/lookups of the cluster. GETs without a caching policy do not count;
+// a target none of whose GETs was cacheable reports no observation.
+func CacheHitRatio() Module { return cacheHitRatio{} }
+
+type cacheHitRatio struct{}
+
+func (cacheHitRatio) Info() Info {
+	return Info{Name: "cache_hit_ratio", Unit: policy.KindRatio,
+		Doc: "GETs served from the gateway's object cache over GETs under a caching policy", Merge: MergeMean}
+}
+
+func (cacheHitRatio) NewCell() Cell { return new(Ratio) }
+
+func (cacheHitRatio) Finish(o *s3api.Observation, cs Cells) {
+	if o.Cache == "" {
+		return
+	}
+	var n int64
+	if o.Cache == s3api.CacheHit {
+		n = 1
+	}
+	for i := range cs.n {
+		cs.c[i].(*Ratio).Add(n, 1)
+	}
+}
