@@ -62,7 +62,12 @@ type Policy struct {
 	// Text is the policy's source text, as written.
 	Text    string
 	Targets []*Target
-	When    Cond // nil without WHEN
+	// Context is the request class after CONTEXT ("" without): the
+	// policy's SLOs apply to that class of its tenants' requests only
+	// (flows are tenant × class).
+	Context    string
+	ContextPos Pos
+	When       Cond // nil without WHEN
 	Actions []*Action
 	To      []*ObjectCmp // the TO list; ANDed
 	ToPos   Pos

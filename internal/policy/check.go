@@ -130,6 +130,8 @@ func checkPolicy(p *Policy, v Vocabulary) (err error) {
 		}
 	}
 
+	c.context()
+
 	var pred *objPred
 	if objCond != nil {
 		pred = compilePred(objCond)

@@ -181,6 +181,11 @@ func (p *parser) policy() *Policy {
 		p.errorf(t.pos, suggestKw(t, "FOR"), "expected FOR, found %s", p.describe(t))
 	}
 	pol.Targets = p.targets()
+	if c := p.peek(); isKw(c, "CONTEXT") {
+		p.next()
+		n := p.ident("a request class (CONTEXT compaction)")
+		pol.Context, pol.ContextPos = n.val, n.pos
+	}
 	switch t := p.next(); {
 	case isKw(t, "WHEN"):
 		pol.When = p.cond()

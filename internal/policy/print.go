@@ -24,6 +24,10 @@ func (p *Policy) String() string {
 		}
 		b.WriteString(t.String())
 	}
+	if p.Context != "" {
+		b.WriteString(" CONTEXT ")
+		b.WriteString(quoteName(p.Context))
+	}
 	if p.When != nil {
 		b.WriteString(" WHEN ")
 		b.WriteString(p.When.String())

@@ -107,7 +107,10 @@ type SLO struct {
 	Delete bool          `json:"delete,omitempty"`
 	Params filter.Params `json:"params,omitempty"` // canonical: rates in bytes/s, ops in ops/s
 	// Target is the tenant or volume; "" for ALL.
-	Target     string `json:"target,omitempty"`
+	Target string `json:"target,omitempty"`
+	// Context is the request class a bandwidth record applies to; ""
+	// for the tenant's SLO (all its classes together).
+	Context    string `json:"context,omitempty"`
 	Level      Level  `json:"level"`
 	Group      string `json:"group,omitempty"` // the group the tenant was reached through, if any
 	PolicyID   string `json:"policyId"`
@@ -369,7 +372,7 @@ func (c *Compiled) addSLO(cp *CompiledPolicy, pidx, decl int, a *Action) {
 	for _, t := range p.Targets {
 		base := sloEntry{SLO: SLO{
 			Kind: a.SLO, Delete: a.Verb == VerbDelete, Params: a.Values,
-			PolicyID: cp.ID, PolicyName: p.Name, Line: p.Line, Dynamic: p.Dynamic,
+			PolicyID: cp.ID, PolicyName: p.Name, Line: p.Line, Dynamic: p.Dynamic, Context: p.Context,
 		}, decl: decl, pidx: pidx}
 		switch t.Kind {
 		case TargetAll:
@@ -702,9 +705,15 @@ func (t *Table) SLOs() []SLO {
 // ALL), the latest declared at that level; false when none is in force or
 // the winner is a DELETE.
 func (t *Table) SLO(kind SLOKind, name string) (SLO, bool) {
+	return t.ContextSLO(kind, name, "")
+}
+
+// ContextSLO is SLO for the records naming request class context (""
+// for the records that name none).
+func (t *Table) ContextSLO(kind SLOKind, name, context string) (SLO, bool) {
 	var best *sloEntry
 	for _, s := range t.slos {
-		if s.Kind != kind || s.Level != LevelAll && s.Target != name {
+		if s.Kind != kind || s.Context != context || s.Level != LevelAll && s.Target != name {
 			continue
 		}
 		if best == nil || s.Level > best.Level || s.Level == best.Level && s.decl > best.decl {
