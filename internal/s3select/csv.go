@@ -73,16 +73,24 @@ func (c *csvReader) next() (*csvRow, int64, error) {
 func (c *csvReader) split(line []byte, start int64) error {
 	f := c.row.fields[:0]
 	if bytes.IndexByte(line, c.q) < 0 {
-		for c.need < 0 || len(f) < c.need {
-			i := bytes.IndexByte(line, c.fd)
-			if i < 0 {
-				f = append(f, unsafeString(line))
-				break
-			}
-			f = append(f, unsafeString(line[:i]))
-			line = line[i+1:]
+		// Fields are short: one pass over the bytes beats a call per
+		// field.
+		need, fd, from := c.need, c.fd, 0
+		if need == 0 {
+			c.row.fields = f
+			return nil
 		}
-		c.row.fields = f
+		for i, ch := range line {
+			if ch == fd {
+				f = append(f, unsafeString(line[from:i]))
+				from = i + 1
+				if len(f) == need {
+					c.row.fields = f
+					return nil
+				}
+			}
+		}
+		c.row.fields = append(f, unsafeString(line[from:]))
 		return nil
 	}
 	// Quoted fields are unescaped into scratch; offsets first, strings

@@ -1,8 +1,6 @@
 package s3select
 
 import (
-	"bytes"
-
 	"github.com/facet-sds/facet/internal/s3select/sql"
 )
 
@@ -19,10 +17,10 @@ func newEncoder(o *OutputSerialization) rowEncoder {
 		return &jsonEncoder{delim: o.JSON.RecordDelimiter}
 	}
 	c := o.CSV
-	return &csvEncoder{
+	return (&csvEncoder{
 		fd: c.FieldDelimiter[0], q: c.QuoteCharacter[0], esc: c.QuoteEscapeCharacter[0],
 		rd: c.RecordDelimiter, always: c.QuoteFields == "ALWAYS",
-	}
+	}).init()
 }
 
 type csvEncoder struct {
@@ -30,24 +28,32 @@ type csvEncoder struct {
 	rd         string
 	always     bool
 	scratch    []byte
+	// special marks the bytes that make a field need quotes.
+	special [256]bool
+}
+
+func (e *csvEncoder) init() *csvEncoder {
+	for _, c := range []byte{e.fd, e.q, '\n', '\r', e.esc} {
+		e.special[c] = true
+	}
+	for i := 0; i < len(e.rd); i++ {
+		e.special[e.rd[i]] = true
+	}
+	return e
 }
 
 func (e *csvEncoder) field(b []byte, s string) []byte {
-	need := e.always || s == ""
-	if !need {
+	if !e.always {
+		plain := true
 		for i := 0; i < len(s); i++ {
-			c := s[i]
-			if c == e.fd || c == e.q || c == '\n' || c == '\r' || c == e.esc && e.esc != e.q {
-				need = true
+			if e.special[s[i]] {
+				plain = false
 				break
 			}
 		}
-		if !need && len(e.rd) > 0 && len(e.rd) != 1 && bytes.Contains([]byte(s), []byte(e.rd)) {
-			need = true
+		if plain {
+			return append(b, s...)
 		}
-	}
-	if !need || s == "" && !e.always {
-		return append(b, s...)
 	}
 	b = append(b, e.q)
 	for i := 0; i < len(s); i++ {

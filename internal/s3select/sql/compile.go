@@ -598,6 +598,29 @@ func (c *compiler) binary(n *Binary) (evalFn, error) {
 				return NewBool(test(c)), nil
 			}, nil
 		}
+		// A field against an integer constant: CSV fields are strings
+		// that mostly hold plain integers.
+		if lit, ok := n.Y.(*Lit); ok && lit.V.K == Int {
+			iv := lit.V
+			return func(r Row) (Value, error) {
+				a, err := x(r)
+				if err != nil {
+					return a, err
+				}
+				if a.K == String {
+					if n, ok := ParseIntFast(a.S); ok {
+						return NewBool(test(cmpInt(n, iv.I))), nil
+					}
+				} else if a.K == Int {
+					return NewBool(test(cmpInt(a.I, iv.I))), nil
+				}
+				c, ok := compare(a, iv)
+				if !ok {
+					return nullValue, nil
+				}
+				return NewBool(test(c)), nil
+			}, nil
+		}
 		return func(r Row) (Value, error) {
 			a, err := x(r)
 			if err != nil {

@@ -34,6 +34,9 @@ func cast(v Value, ty string, p pos) (Value, error) {
 		case Bool:
 			return NewInt(v.I), nil
 		case String:
+			if i, ok := ParseIntFast(v.S); ok {
+				return NewInt(i), nil
+			}
 			s := strings.TrimSpace(v.S)
 			if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 				return NewInt(i), nil

@@ -238,6 +238,9 @@ func number(v Value) (Value, bool) {
 	case Int, Float:
 		return v, true
 	case String:
+		if i, ok := ParseIntFast(v.S); ok {
+			return NewInt(i), true
+		}
 		s := strings.TrimSpace(v.S)
 		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 			return NewInt(i), true
@@ -254,4 +257,31 @@ func asFloat(v Value) float64 {
 		return float64(v.I)
 	}
 	return v.F
+}
+
+// ParseIntFast reads a plain decimal integer of at most 18 digits, the
+// common case of a CSV field, without strconv's generality.
+func ParseIntFast(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 {
+		return 0, false
+	}
+	i, neg := 0, false
+	if s[0] == '-' || s[0] == '+' {
+		if len(s) == 1 {
+			return 0, false
+		}
+		neg, i = s[0] == '-', 1
+	}
+	var n int64
+	for ; i < len(s); i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(c)
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }

@@ -1,0 +1,58 @@
+package s3select
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// benchCSV makes a 10-column log-like CSV of about size bytes.
+func benchCSV(size int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	var b strings.Builder
+	b.WriteString("id,user_id,ts,status,method,path,bytes,latency_ms,region,sel\n")
+	methods := []string{"GET", "PUT", "DELETE", "HEAD"}
+	regions := []string{"eu-west", "us-east", "ap-south"}
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "%d,u%05d,2024-01-%02dT%02d:%02d:%02dZ,%d,%s,/data/obj-%d.csv,%d,%d,%s,%d\n",
+			i, r.IntN(50000), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), []int{200, 200, 200, 404, 500}[r.IntN(5)],
+			methods[r.IntN(4)], r.IntN(1e6), r.IntN(1<<20), r.IntN(900), regions[r.IntN(3)], r.IntN(100))
+	}
+	return []byte(b.String())
+}
+
+type discardSink struct{ n int64 }
+
+func (d *discardSink) Records(p []byte) error { d.n += int64(len(p)); return nil }
+func (d *discardSink) Progress(Stats) error   { return nil }
+func (d *discardSink) Cont() error            { return nil }
+
+var benchData = sync.OnceValue(func() []byte { return benchCSV(64 << 20) })
+
+func BenchmarkCSVScan(b *testing.B) {
+	data := benchData()
+	for _, q := range []string{
+		"SELECT s.user_id, s.bytes FROM S3Object s WHERE s.sel < 2",
+		"SELECT s.user_id, s.bytes FROM S3Object s WHERE CAST(s.sel AS INT) < 2",
+		"SELECT * FROM S3Object s WHERE s.status = '500'",
+		"SELECT * FROM S3Object",
+		"SELECT COUNT(*) FROM S3Object",
+	} {
+		b.Run(q, func(b *testing.B) {
+			req := csvReq(q, "USE")
+			p, err := Native{}.Prepare(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := p.Run(context.Background(), memInput(data), &discardSink{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
