@@ -2,7 +2,10 @@ package dataplane
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 
 	"github.com/facet-sds/facet/internal/filter"
@@ -34,6 +37,8 @@ func (p Pipeline) Put(ctx context.Context, req *filter.Request, plain io.Reader)
 	clock := p.clock()
 	stream := clock.reader(-1, plain)
 	var finishers []func() (filter.Record, error)
+	lastT := lastTransformer(p.Steps)
+	var logical *LogicalOutput
 	for i, st := range p.Steps {
 		start := clock.begin()
 		switch f := st.Filter.(type) {
@@ -55,10 +60,18 @@ func (p Pipeline) Put(ctx context.Context, req *filter.Request, plain io.Reader)
 		}
 		clock.built(i, start)
 		stream = clock.reader(i, stream)
+		if i == lastT {
+			logical = &LogicalOutput{h: md5.New()}
+			stream = &logicalTap{r: stream, l: logical}
+		}
 	}
 	clock.done()
 	plan := func() (Plan, error) {
 		var pl Plan
+		if logical != nil {
+			logical.MD5 = hex.EncodeToString(logical.h.Sum(nil))
+			pl.Logical = logical
+		}
 		for _, fin := range finishers {
 			rec, err := fin()
 			if err != nil {
@@ -76,6 +89,56 @@ func (p Pipeline) Put(ctx context.Context, req *filter.Request, plain io.Reader)
 // time.
 type FilterLookup interface {
 	Lookup(name string) (*filter.Info, bool)
+}
+
+// LogicalOutput is what a PUT pipeline's transformers made of the body:
+// the object as clients will read it back, whose size and MD5 replace the
+// client's (a redaction filter shortens the text it masks).
+type LogicalOutput struct {
+	Size int64
+	MD5  string
+	h    hash.Hash
+}
+
+func (l *LogicalOutput) Write(p []byte) (int, error) {
+	l.Size += int64(len(p))
+	return l.h.Write(p)
+}
+
+// logicalTap feeds what passes through it to a LogicalOutput. It keeps
+// its source's WriteTo, which the top of a chain must not lose.
+type logicalTap struct {
+	r io.Reader
+	l *LogicalOutput
+}
+
+func (t *logicalTap) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	_, _ = t.l.Write(p[:n])
+	return n, err
+}
+
+func (t *logicalTap) WriteTo(w io.Writer) (int64, error) {
+	if wt, ok := t.r.(io.WriterTo); ok {
+		return wt.WriteTo(io.MultiWriter(w, t.l))
+	}
+	return io.Copy(w, struct{ io.Reader }{t})
+}
+
+// lastTransformer is the index of the last one-way transformer that runs
+// before any reversible encoder (whose output the reverse plan undoes),
+// or -1 when none does.
+func lastTransformer(steps []Step) int {
+	last := -1
+	for i, st := range steps {
+		switch st.Filter.(type) {
+		case filter.Encoder:
+			return last
+		case filter.Transformer:
+			last = i
+		}
+	}
+	return last
 }
 
 // Decoders builds filter instances able to undo recorded plans.

@@ -26,6 +26,9 @@ const planVersion = 1
 type Plan struct {
 	Version int             `json:"v"`
 	Records []filter.Record `json:"r"`
+	// Logical, set by Pipeline.Put when one-way transformers changed the
+	// body, is the object clients read back; it is not recorded.
+	Logical *LogicalOutput `json:"-"`
 }
 
 // Empty reports whether the plan undoes nothing.

@@ -61,6 +61,11 @@ func (s *Server) encodeForStorage(req *request, size int64, obj storage.ObjectMe
 		if err != nil {
 			return err
 		}
+		if l := plan.Logical; l != nil && (l.Size != m.Size || l.MD5 != m.ETag) {
+			// A transformer rewrote the body: the object is its output,
+			// and the client's checksums no longer describe it.
+			m.Size, m.ETag, m.Checksums, m.ChecksumType = l.Size, l.MD5, nil, ""
+		}
 		if plan.Empty() {
 			return nil
 		}

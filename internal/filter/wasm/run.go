@@ -194,6 +194,14 @@ func (m *Module) Run(ctx context.Context, inv Invocation, lim Limits, in io.Read
 		wd.stop()
 		stderr.finish()
 		cerr := m.classify(ctx, err, stderr)
+		if cerr == nil {
+			// A module may stop reading early (a filter that keeps only a
+			// head, or ignores its input); the rest of the stream is still
+			// read, so that the request's body is received and checked.
+			if _, derr := io.Copy(io.Discard, stdin); derr != nil {
+				cerr = derr
+			}
+		}
 		var fe *Error
 		if errors.As(cerr, &fe) && m.rt.onFailure != nil && !errors.Is(fe.Reason, ErrCanceled) {
 			m.rt.onFailure(m.name, fe.FailureReason())

@@ -1,6 +1,6 @@
 // Command hostile is a misbehaving Facet filter used by the runtime's
 // tests. FACET_PARAM_MODE picks the misbehaviour: loop, alloc, flood,
-// panic, open, write, socket, exit, env, stderr; dep copies the dependency
+// panic, trap, open, write, socket, exit, env, stderr; dep copies the dependency
 // file FACET_PARAM_ARG from /deps to stdout; anything else copies stdin to
 // stdout.
 package main
@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"unsafe"
 )
 
 var sink [][]byte
@@ -47,6 +48,11 @@ func main() {
 			os.Exit(3)
 		}
 		io.Copy(os.Stdout, f)
+	case "trap":
+		// A load far outside linear memory: WebAssembly traps (out of
+		// bounds memory access); Go's runtime never sees it.
+		var x byte
+		fmt.Println(*(*byte)(unsafe.Add(unsafe.Pointer(&x), 3<<30)))
 	case "write":
 		if err := os.WriteFile("/tmp/facet-hostile", []byte("x"), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "write:", err)
