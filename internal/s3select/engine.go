@@ -228,9 +228,15 @@ func (r *run) exec(in Input) error {
 	if size == 0 || start > end {
 		return r.finish()
 	}
-	off := start
-	if start > 0 {
-		off = start - 1
+	// A range that starts mid-object is opened one delimiter early, to
+	// tell whether it starts on a record boundary.
+	back := int64(1)
+	if c := r.req.Input.CSV; c != nil {
+		back = int64(len(c.RecordDelimiter))
+	}
+	off, boundary := start-back, true
+	if off < 0 {
+		off, boundary = 0, false
 	}
 	rc, err := r.open(in, off)
 	if err != nil {
@@ -267,7 +273,7 @@ func (r *run) exec(in Input) error {
 		r.names = r.outNames(names)
 		src = csvSource{csvr}
 		if start > 0 {
-			if err := csvr.lines.skipPartial(); err != nil {
+			if err := csvr.lines.skipPartial(boundary); err != nil {
 				return err
 			}
 		}
@@ -279,7 +285,7 @@ func (r *run) exec(in Input) error {
 		r.names = r.prog.Names
 		src = jsonSource{jr}
 		if start > 0 && jr.lines != nil {
-			if err := jr.lines.skipPartial(); err != nil {
+			if err := jr.lines.skipPartial(boundary); err != nil {
 				return err
 			}
 		}

@@ -119,21 +119,22 @@ func (l *lineReader) take(end, next int) ([]byte, int64, error) {
 }
 
 // skipPartial positions the reader at the first record that starts in
-// the range, given that the stream was opened one byte before the range:
-// if that byte ends a record, the range starts on a boundary; otherwise
-// the rest of the record it is in belongs to the previous range.
-func (l *lineReader) skipPartial() error {
-	for l.w == l.r && !l.eof {
-		if err := l.fill(); err != nil {
-			return err
+// the range. The stream was opened len(delim) bytes before the range
+// (boundary set) or at the object's start when the range begins closer
+// to it than that (boundary unset: no record can start there). If those
+// bytes are a delimiter the range starts on a record boundary; otherwise
+// the rest of the record they are in belongs to the previous range.
+func (l *lineReader) skipPartial(boundary bool) error {
+	if boundary {
+		for l.w-l.r < len(l.delim) && !l.eof {
+			if err := l.fill(); err != nil {
+				return err
+			}
 		}
-	}
-	if l.w == l.r {
-		return nil
-	}
-	if l.buf[l.r] == l.delim[len(l.delim)-1] {
-		l.r++
-		return nil
+		if l.w-l.r >= len(l.delim) && bytes.Equal(l.buf[l.r:l.r+len(l.delim)], l.delim) {
+			l.r += len(l.delim)
+			return nil
+		}
 	}
 	_, _, err := l.next()
 	if err == io.EOF {

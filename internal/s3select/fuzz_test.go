@@ -1,0 +1,82 @@
+package s3select
+
+import (
+	"context"
+	"testing"
+)
+
+// FuzzCSV runs the CSV reader over arbitrary bytes and options: it never
+// panics, fails only with S3 Select error codes, and two ScanRange splits
+// of an input add up to exactly the whole result.
+func FuzzCSV(f *testing.F) {
+	f.Add([]byte("a,b,c\n1,\"x,y\",3\n\"q\"\"q\",,\n"), uint8(0), uint16(7))
+	f.Add([]byte("#c\r\n1;'a\r\nb';2\r\n"), uint8(7), uint16(3))
+	f.Add([]byte("x\n\"open\n"), uint8(1), uint16(1))
+	f.Fuzz(func(t *testing.T, data []byte, opts uint8, cut uint16) {
+		in := &CSVInput{FileHeaderInfo: "NONE"}
+		if opts&1 != 0 {
+			in.FieldDelimiter = ";"
+		}
+		if opts&2 != 0 {
+			in.QuoteCharacter = "'"
+		}
+		if opts&4 != 0 {
+			in.Comments = "#"
+		}
+		if opts&8 != 0 {
+			in.RecordDelimiter = "\r\n"
+		}
+		if opts&16 != 0 {
+			in.QuoteEscapeCharacter = "\\"
+		}
+		quoted := opts&32 != 0
+		in.AllowQuotedRecordDelimiter = quoted
+		mk := func(sr *ScanRange) *Request {
+			c := *in
+			return &Request{Expression: "SELECT * FROM S3Object", Input: InputSerialization{CSV: &c},
+				Output: OutputSerialization{CSV: &CSVOutput{}}, ScanRange: sr}
+		}
+		whole, err := runSelect(t, mk(nil), data)
+		if err != nil {
+			if AsError(err).Code == CodeInternalError {
+				t.Fatalf("uncoded error: %v", err)
+			}
+			return
+		}
+		if quoted || len(data) < 2 {
+			return
+		}
+		c := int64(cut) % int64(len(data)-1)
+		end1, start2, end2 := c, c+1, int64(len(data)-1)
+		zero := int64(0)
+		a, err1 := runSelect(t, mk(&ScanRange{Start: &zero, End: &end1}), data)
+		b, err2 := runSelect(t, mk(&ScanRange{Start: &start2, End: &end2}), data)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("splits failed where the whole did not: %v, %v", err1, err2)
+		}
+		if a+b != whole {
+			t.Fatalf("split at %d: %q + %q != %q", c, a, b, whole)
+		}
+	})
+}
+
+// FuzzJSON: the JSON reader never panics and fails with coded errors.
+func FuzzJSON(f *testing.F) {
+	f.Add([]byte(`{"a":[1,{"b":"\u00e9"}],"c":-1.5e3} {"a":null}`), true)
+	f.Add([]byte("{\"a\":1}\n[1,2]\n"), false)
+	f.Fuzz(func(t *testing.T, data []byte, doc bool) {
+		typ := "LINES"
+		if doc {
+			typ = "DOCUMENT"
+		}
+		req := &Request{Expression: "SELECT s.a[0], s.c FROM S3Object s", Input: InputSerialization{JSON: &JSONInput{Type: typ}},
+			Output: OutputSerialization{JSON: &JSONOutput{}}}
+		p, err := Native{}.Prepare(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Run(context.Background(), memInput(data), &discardSink{}); err != nil && AsError(err).Code == CodeInternalError {
+			t.Fatalf("uncoded error: %v", err)
+		}
+	})
+}
