@@ -59,5 +59,8 @@ func requestFlags(f *pflag.FlagSet, opts *server.Options, logLevel *string) {
 	f.StringVar(&opts.Node, "node", "", "this gateway's name in workload-metric samples (default: host name and a random suffix)")
 	f.DurationVar(&opts.MetricsPeriod, "metrics-period", time.Second, "workload-metric period: each node publishes one sample per metric per period")
 	qosFlags(f, &opts.QoS, true)
+	contextFlags(f, &opts.Context)
 	f.BoolVar(&opts.NoWorkloadMetrics, "no-workload-metrics", false, "do not measure requests for dynamic policies (their controllers then hold)")
+	f.StringVar(&opts.CacheDir, "cache-dir", "", "local fast disk for the caching filter's object cache (default: DATA/cache for serve; none for gateway)")
+	f.DurationVar(&opts.TrashPurgeEvery, "trash-purge-every", 10*time.Minute, "how often the recycle bin purges objects past their max_time")
 }

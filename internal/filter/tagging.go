@@ -43,12 +43,12 @@ func taggingInfo() *Info {
 		Kind:    "native",
 		Methods: []Method{MethodPut},
 		Stages:  []Stage{StageGateway},
-		Doc: `Sets user metadata x-amz-meta-NAME when regex matches the key (on=key) or the first peek bytes of the ` +
-			`content (on=content); tag="NAME=VALUE", where VALUE may use the match's groups ($1, ${name}).`,
+		Doc: `Sets user metadata x-amz-meta-NAME when regex matches the key (match=key) or the first peek bytes of the ` +
+			`content (match=content); tag="NAME=VALUE", where VALUE may use the match's groups ($1, ${name}).`,
 		Params: []ParamSpec{
 			{Name: "regex", Type: TypeString, Doc: "RE2 regular expression"},
 			{Name: "tag", Type: TypeString, Doc: `"NAME=VALUE": the metadata key (without x-amz-meta-) and its value template`},
-			{Name: "on", Type: TypeEnum, Default: "key", Enum: []string{"key", "content"}, Doc: "what regex is matched against"},
+			{Name: "match", Type: TypeEnum, Default: "key", Enum: []string{"key", "content"}, Doc: "what regex is matched against"},
 			{Name: "peek", Type: TypeSize, Default: "4096", Min: 1, Max: maxTagPeek, Doc: "leading bytes of the content matched when on=content"},
 		},
 	}
@@ -83,7 +83,7 @@ func newTagging(in *Info, p Params) (*Tagging, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: peek: %w", taggingName, err)
 	}
-	t := &Tagging{info: in, re: re, name: name, value: value, content: p["on"] == "content", peek: peek}
+	t := &Tagging{info: in, re: re, name: name, value: value, content: p["match"] == "content", peek: peek}
 	return t, nil
 }
 

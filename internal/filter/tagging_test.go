@@ -32,7 +32,7 @@ func TestTaggingOnKey(t *testing.T) {
 }
 
 func TestTaggingOnContent(t *testing.T) {
-	f := tagging(t, Params{"regex": `^%PDF-(\d\.\d)`, "tag": "type=pdf-$1", "on": "content", "peek": "16"})
+	f := tagging(t, Params{"regex": `^%PDF-(\d\.\d)`, "tag": "type=pdf-$1", "match": "content", "peek": "16"})
 	if f.Peek() != 16 {
 		t.Fatalf("peek %d", f.Peek())
 	}
@@ -42,7 +42,7 @@ func TestTaggingOnContent(t *testing.T) {
 		t.Fatalf("meta %v", meta)
 	}
 	// Expanded values stay header-safe.
-	g := tagging(t, Params{"regex": `^(.*)$`, "tag": "first=$1", "on": "content"})
+	g := tagging(t, Params{"regex": `^(.*)$`, "tag": "first=$1", "match": "content"})
 	meta = map[string]string{}
 	g.EditMeta(context.Background(), &Request{}, []byte("a\x00b\xffc"), meta)
 	if meta["first"] != "a_b_c" {
@@ -57,7 +57,7 @@ func TestTaggingRefusesBadParams(t *testing.T) {
 		{"regex": "x"},
 		{"regex": "x", "tag": "novalue"},
 		{"regex": "x", "tag": "Bad Name=1"},
-		{"regex": "x", "tag": "a=b", "on": "size"},
+		{"regex": "x", "tag": "a=b", "match": "size"},
 	} {
 		if _, err := in.New(p, Env{}); err == nil {
 			t.Errorf("%v accepted", p)

@@ -23,6 +23,7 @@ import (
 	"github.com/facet-sds/facet/internal/control"
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/promexp"
@@ -78,6 +79,8 @@ type Options struct {
 	NoControllers bool
 	// QoS configures bandwidth and IOPS QoS (qos.go).
 	QoS QoSOptions
+	// Context configures request classes (context.go).
+	Context ContextOptions
 	// Block configures the block stage (NBD volumes).
 	Block BlockOptions
 	// Out receives the one-time announcement of a generated admin token.
@@ -85,6 +88,12 @@ type Options struct {
 	// Ready, when set, is called with the bound addresses once both
 	// listeners accept connections (tests and benchmarks bind port 0).
 	Ready func(s3Addr, adminAddr string)
+	// CacheDir is the caching filter's local fast disk; empty means
+	// DATA/cache (serve) or no object cache (gateway).
+	CacheDir string
+	// TrashPurgeEvery is how often the recycle bin purges expired
+	// objects; 0 means every 10 minutes.
+	TrashPurgeEvery time.Duration
 	// MasterKeyFile is where the gateway role reads the fleet's master key
 	// when FACET_MASTER_KEY is unset (see RunGateway).
 	MasterKeyFile string
@@ -104,7 +113,8 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("open metadata store: %w", err)
 	}
 	defer store.Close()
-	backend, err := openBackend(ctx, opts, logger)
+	needs := &neededLater{}
+	backend, err := openBackend(ctx, opts, logger, needs.Needed)
 	if err != nil {
 		return fmt.Errorf("open object store: %w", err)
 	}
@@ -164,15 +174,32 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("qos: %w", err)
 	}
+	go qr.cleanup(ctx, backend, store, logger)
+	cr, err := startContext(ctx, opts.Context, store, policies, qr.s3(), logger)
+	if err != nil {
+		return fmt.Errorf("request classes: %w", err)
+	}
+	needs.e.Store(cr.enforcer)
 	controllers, err := startControllers(ctx, policies, metricFeed, prom, logger, qr.globals(opts.NoControllers, work.bus, logger)...)
 	if err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
+	reqStores, err := startRequestFilterStores(ctx, opts, backend, store, work.bus, opts.Node+"-"+defaultNode(), logger)
+	if err != nil {
+		return err
+	}
+	defer reqStores.close(logger)
+	var objCache s3api.ObjectCache
+	if reqStores.cache != nil {
+		objCache = reqStores.cache
+		prom.Registry().MustRegister(reqStores.cache.Collectors()...)
+	}
 	s3 := s3api.New(s3api.Config{
 		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
-		Domains: opts.Domains, Region: opts.Region, QoS: qr.s3(),
+		Domains: opts.Domains, Region: opts.Region, QoS: cr.enforcer,
 		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
-		Observer: promexp.Multi(prom, work.observer()),
+		Observer:       promexp.Multi(prom, work.observer()),
+		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash,
 	})
 	blk, err := startBlock(ctx, opts, store, policies, dataKeys, prom.Registry(), logger)
 	if err != nil {
@@ -181,9 +208,9 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	defer blk.close()
 	adminHandler := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, fleet: fleet, log: logger}, Token: token, Logger: logger,
 		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
-		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, Volumes: blk.volumes(), QoS: qr.admin(),
-		Filters: control.NewFilterAdmin(policies, announcingFilterStore{Store: store, sync: fleet}, sandbox.catalog),
-		Locality: locator(backend), Node: opts.Node, Nodes: admin.LocalNode(opts.Node, backend)})
+		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, Volumes: blk.volumes(), QoS: qr.admin(), Trash: trashAdmin{reqStores.trash},
+		Filters:  control.NewFilterAdmin(policies, announcingFilterStore{Store: store, sync: fleet}, sandbox.catalog),
+		Locality: locator(backend), Node: opts.Node, Nodes: admin.LocalNode(opts.Node, backend), Context: cr})
 
 	s3ln, err := net.Listen("tcp", opts.S3Addr)
 	if err != nil {
@@ -195,8 +222,9 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("listen admin: %w", err)
 	}
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
-	s3srv := &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}
-	adminSrv := &http.Server{Handler: adminHandler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	s3srv := &http.Server{Handler: flowctx.Middleware(s3, opts.Domains), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}
+	adminSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	mountDashboard(ctx, adminSrv, adminHandler, token, store, work.agg, logger)
 
 	errc := make(chan error, 2)
 	go func() { errc <- serve(s3srv, s3ln) }()
@@ -305,12 +333,12 @@ func writeFileSync(path string, data []byte, perm os.FileMode) error {
 
 // openBackend opens where object bytes live: the remote store named by
 // opts.BackendURL, or the embedded filesystem under the data directory.
-func openBackend(ctx context.Context, opts Options, logger *slog.Logger) (storage.Backend, error) {
+func openBackend(ctx context.Context, opts Options, logger *slog.Logger, needed func(context.Context) (string, float64, bool)) (storage.Backend, error) {
 	if opts.BackendURL != "" {
 		return s3store.Open(ctx, opts.BackendURL, s3store.Options{})
 	}
 	return fs.Open(ctx, filepath.Join(opts.DataDir, "objects"), fs.Options{Logger: logger, NoSync: opts.NoSync,
-		Streams: fs.StreamOptions{Model: fs.IOModel(opts.IOModel)}})
+		Streams: fs.StreamOptions{Model: fs.IOModel(opts.IOModel), Priorities: fs.Priorities{Needed: needed}}})
 }
 
 // locator is the backend's data locality service, nil when it has none.

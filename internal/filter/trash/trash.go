@@ -246,7 +246,8 @@ func (s *Store) find(ctx context.Context, tenant, id string) (string, Item, erro
 
 // Restore puts item id back at its bucket and key, as it was stored, and
 // removes it from the bin. An object at that key now is kept (ErrConflict)
-// unless overwrite is set.
+// unless overwrite is set; it then goes to the bin itself, for as long as
+// the restored item was kept, so a restore never loses data either.
 func (s *Store) Restore(ctx context.Context, tenant, id string, overwrite bool) (Item, error) {
 	name, it, err := s.find(ctx, tenant, id)
 	if err != nil {
@@ -256,12 +257,15 @@ func (s *Store) Restore(ctx context.Context, tenant, id string, overwrite bool) 
 	if err != nil || owner != tenant {
 		return Item{}, fmt.Errorf("%w: %s", ErrBucketGone, it.Bucket)
 	}
-	if !overwrite {
-		if _, err := s.b.HeadObject(ctx, it.Bucket, it.Key); err == nil {
+	if _, err := s.b.HeadObject(ctx, it.Bucket, it.Key); err == nil {
+		if !overwrite {
 			return Item{}, fmt.Errorf("%w: %s/%s", ErrConflict, it.Bucket, it.Key)
-		} else if !errors.Is(err, storage.ErrObjectNotFound) {
+		}
+		if err := s.Keep(ctx, tenant, it.Bucket, it.Key, it.ExpiresAt.Sub(it.DeletedAt)); err != nil && !errors.Is(err, storage.ErrObjectNotFound) {
 			return Item{}, err
 		}
+	} else if !errors.Is(err, storage.ErrObjectNotFound) {
+		return Item{}, err
 	}
 	rc, info, err := s.b.GetObject(ctx, Bucket, name, nil)
 	if err != nil {

@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/bus"
+	"github.com/facet-sds/facet/internal/filter/cache"
+	"github.com/facet-sds/facet/internal/filter/trash"
+	"github.com/facet-sds/facet/internal/storage"
+)
+
+// requestFilterStores are what the caching and recycle-bin filters need on
+// this node: the object cache on the local fast disk and the recycle bin.
+type requestFilterStores struct {
+	cache *cache.Store // nil: no cache directory (a stateless gateway without --cache-dir)
+	trash *trash.Store
+}
+
+// trashPurgeEvery is how often the recycle bin's expired objects are
+// purged. Every gateway runs the purge; deletes are idempotent.
+const trashPurgeEvery = 10 * time.Minute
+
+// startRequestFilterStores opens the object cache (in opts.CacheDir, by
+// default DATA/cache) and the recycle bin, and starts the bin's purge
+// loop until ctx ends. The purge runs as a plain loop that recovers from
+// its own panics: Facet has no QoS background class yet to run it in.
+func startRequestFilterStores(ctx context.Context, opts Options, backend storage.Backend, owners trash.Owners, b *bus.NATS, node string, logger *slog.Logger) (*requestFilterStores, error) {
+	st := &requestFilterStores{}
+	dir := opts.CacheDir
+	if dir == "" && !opts.stateless {
+		dir = filepath.Join(opts.DataDir, "cache")
+	}
+	if dir != "" {
+		var cb cache.Bus
+		connected := func() bool { return true }
+		if b != nil {
+			cb, connected = cacheBus{b}, b.Connected
+		}
+		c, err := cache.Open(ctx, cache.Options{Dir: dir, Node: node, Bus: cb, Connected: connected, Logger: logger, NoSync: opts.NoSync})
+		if err != nil {
+			return nil, fmt.Errorf("object cache: %w", err)
+		}
+		st.cache = c
+	}
+	changed := func(string, string) {}
+	if st.cache != nil {
+		changed = st.cache.Changed
+	}
+	st.trash = trash.New(trash.Config{Backend: backend, Owners: owners, Changed: changed, Logger: logger})
+	every := opts.TrashPurgeEvery
+	if every <= 0 {
+		every = trashPurgeEvery
+	}
+	go st.trash.Run(ctx, every)
+	return st, nil
+}
+
+func (st *requestFilterStores) close(logger *slog.Logger) {
+	if st != nil && st.cache != nil {
+		if err := st.cache.Close(); err != nil {
+			logger.Warn("object cache close", "err", err)
+		}
+	}
+}
+
+// cacheBus adapts the bus to the cache's small interface.
+type cacheBus struct{ b *bus.NATS }
+
+func (c cacheBus) Publish(subject string, data []byte) error { return c.b.Publish(subject, data) }
+
+func (c cacheBus) Subscribe(pattern string, fn func(string, []byte)) (cache.Subscription, error) {
+	return c.b.Subscribe(pattern, fn)
+}
+
+// trashAdmin adapts the recycle bin to the control API.
+type trashAdmin struct{ s *trash.Store }
+
+func trashItem(it trash.Item) admin.TrashItem {
+	return admin.TrashItem{ID: it.ID, Tenant: it.Tenant, Bucket: it.Bucket, Key: it.Key, Size: it.Size, ETag: it.ETag,
+		DeletedAt: it.DeletedAt, ExpiresAt: it.ExpiresAt}
+}
+
+func trashAPIErr(err error) error {
+	switch {
+	case errors.Is(err, trash.ErrNotFound):
+		return fmt.Errorf("%w: %v", admin.ErrTrashNotFound, err)
+	case errors.Is(err, trash.ErrConflict), errors.Is(err, trash.ErrBucketGone):
+		return fmt.Errorf("%w: %v", admin.ErrTrashConflict, err)
+	}
+	return err
+}
+
+func (t trashAdmin) List(ctx context.Context, tenant string) ([]admin.TrashItem, error) {
+	items, err := t.s.List(ctx, tenant)
+	if err != nil {
+		return nil, trashAPIErr(err)
+	}
+	out := make([]admin.TrashItem, len(items))
+	for i, it := range items {
+		out[i] = trashItem(it)
+	}
+	return out, nil
+}
+
+func (t trashAdmin) Restore(ctx context.Context, tenant, id string, overwrite bool) (admin.TrashItem, error) {
+	it, err := t.s.Restore(ctx, tenant, id, overwrite)
+	if err != nil {
+		return admin.TrashItem{}, trashAPIErr(err)
+	}
+	return trashItem(it), nil
+}
+
+func (t trashAdmin) Purge(ctx context.Context, tenant, id string) error {
+	return trashAPIErr(t.s.Purge(ctx, tenant, id))
+}

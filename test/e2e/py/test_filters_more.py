@@ -1,0 +1,314 @@
+"""Caching, tagging, the metadata guard and the recycle bin end to end with
+boto3 (issue 12).
+
+Two gateways share everything a fleet shares: redis-server (metadata),
+`facet bus` (NATS), versitygw (the object store) and one `facet controller`
+(the dynamic policies). Each gateway has its own object cache directory.
+
+- Coherence: with caching on, GET through gateway A, PUT a new version
+  through gateway B, GET through A: A returns the new version, every time,
+  over 1,000 alternating rounds, while A's cache does serve hits.
+- The sources' dynamic caching policy (Fig. 5): caching switches on above
+  5 GETs/s and off again when the rate falls.
+- Tagging (key and content), the metadata guard (strip, refuse with
+  400 InvalidArgument and nothing stored), and the recycle bin: an object
+  deleted by mistake is listed, restored with its bytes, metadata and
+  ETag, while the bin itself is never visible through S3.
+"""
+
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import time
+import urllib.request
+import uuid
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import _free_port, make_client
+from test_cluster import Gateway, Proc, _versitygw, _wait
+from test_dynamic import Bus
+
+import base64
+import shutil
+
+from botocore.config import Config
+
+REGION = "us-east-1"
+
+
+class CachingGateway(Gateway):
+    def prom(self):
+        req = urllib.request.Request(f"http://{self.admin_addr}/metrics", headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            out = {}
+            for line in r.read().decode().splitlines():
+                if line and not line.startswith("#"):
+                    name, _, value = line.rpartition(" ")
+                    out[name] = float(value)
+            return out
+
+    def admin(self, method, path):
+        req = urllib.request.Request(f"http://{self.admin_addr}/v1{path}", method=method,
+                                     headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            body = r.read()
+            return r.status, (json.loads(body) if body else None)
+
+
+@pytest.fixture(scope="module")
+def pair(facet_bin, tmp_path_factory):
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server not found (scripts/ensure-deps.sh installs it)")
+    d = tmp_path_factory.mktemp("filters")
+    procs = []
+    try:
+        redis_port = _free_port()
+        procs.append(Proc(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--dir", str(d),
+                           "--save", "", "--appendonly", "no"], d / "redis.log"))
+        bus = Bus(facet_bin, f"127.0.0.1:{_free_port()}", d / "bus.log")
+        bus.start()
+        procs.append(bus)
+        vgw_addr = f"127.0.0.1:{_free_port()}"
+        access, secret = "filtersroot", "s" + secrets.token_hex(12)
+        (d / "vgw").mkdir()
+        procs.append(Proc([_versitygw(), "--port", vgw_addr, "--health", "/health", "posix", str(d / "vgw")], d / "vgw.log",
+                          dict(os.environ, ROOT_ACCESS_KEY_ID=access, ROOT_SECRET_ACCESS_KEY=secret)))
+        _wait(lambda: urllib.request.urlopen(f"http://{vgw_addr}/health", timeout=1).status == 200, "versitygw up")
+        backend = boto3.client("s3", endpoint_url=f"http://{vgw_addr}", region_name=REGION, aws_access_key_id=access,
+                               aws_secret_access_key=secret, config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
+        backend.create_bucket(Bucket="facet")
+        token = "filters-" + secrets.token_hex(8)
+        env = dict(os.environ,
+                   FACET_META=f"redis://127.0.0.1:{redis_port}/0", FACET_BUS=f"nats://{bus.addr}",
+                   FACET_BACKEND=f"s3://{access}:{secret}@{vgw_addr}/facet/fleet?tls=false",
+                   FACET_MASTER_KEY=base64.b64encode(secrets.token_bytes(32)).decode(), FACET_ADMIN_TOKEN=token,
+                   FACET_TRASH_PURGE_EVERY="1s")
+        procs.append(Proc([facet_bin, "controller", "--data", str(d / "ctl")], d / "controller.log", env))
+        gws = []
+        for name in ("a", "b"):
+            g = CachingGateway(facet_bin, d / f"gateway-{name}.log", dict(env, FACET_CACHE_DIR=str(d / f"cache-{name}")), token)
+            g.start()
+            gws.append(g)
+            procs.append(g)
+        yield gws[0], gws[1], backend
+    finally:
+        for p in reversed(procs):
+            p.stop()
+
+
+def _tenant(gw):
+    name = "t" + uuid.uuid4().hex[:8]
+    creds = gw.create_tenant(name)
+    return name, creds
+
+
+def _policy(gws, text):
+    """Adds a policy through the first gateway and waits until every
+    gateway runs the table that holds it."""
+    before = gws[0].prom()["facet_policy_table_version"]
+    out = json.loads(gws[0].ctl("policy", "add", text, "-o", "json"))
+    _wait(lambda: all(g.prom()["facet_policy_table_version"] > before for g in gws), "every gateway loads the policy")
+    return out
+
+
+def _cache(gw):
+    m = gw.prom()
+    return {k: m.get(f"facet_cache_{k}_total", 0) for k in ("hits", "misses", "stale", "invalidations", "admissions")}
+
+
+def test_caching_coherent_across_gateways(pair):
+    a, b, _ = pair
+    tenant, creds = _tenant(a)
+    s3a, s3b = make_client(a.endpoint, creds), make_client(b.endpoint, creds)
+    bucket = "coh-" + uuid.uuid4().hex[:8]
+    s3a.create_bucket(Bucket=bucket)
+    _policy((a, b), f"FOR BUCKET {tenant}/{bucket} DO SET caching WITH size=64MB, policy=lru, admit=both")
+    before = _cache(a)
+    body = b"v0:" + secrets.token_bytes(4000)
+    s3b.put_object(Bucket=bucket, Key="obj", Body=body)
+    rounds = 1000
+    for i in range(1, rounds + 1):
+        got = s3a.get_object(Bucket=bucket, Key="obj")["Body"].read()
+        assert got == body, f"round {i}: gateway A returned a stale version before the PUT"
+        body = f"v{i}:".encode() + secrets.token_bytes(4000 + i % 97)
+        etag = s3b.put_object(Bucket=bucket, Key="obj", Body=body)["ETag"]
+        r = s3a.get_object(Bucket=bucket, Key="obj")
+        got = r["Body"].read()
+        assert got == body and r["ETag"] == etag, f"round {i}: gateway A returned a stale version after B's PUT was acknowledged"
+    after = _cache(a)
+    hits = after["hits"] - before["hits"]
+    stale_or_dropped = (after["stale"] - before["stale"]) + (after["invalidations"] - before["invalidations"])
+    print(f"\n{rounds} rounds: gateway A hits {hits:.0f}, misses {after['misses'] - before['misses']:.0f}, "
+          f"stale {after['stale'] - before['stale']:.0f}, invalidated {after['invalidations'] - before['invalidations']:.0f}")
+    # The first GET of a round reads what the previous round's second GET
+    # admitted: the cache is in use, not bypassed.
+    assert hits >= rounds // 2, f"only {hits} hits: the cache was not serving"
+    assert stale_or_dropped >= rounds // 2
+    # Ranges come from the cache too.
+    s3a.get_object(Bucket=bucket, Key="obj")["Body"].read()
+    _wait(lambda: s3a.get_object(Bucket=bucket, Key="obj", Range="bytes=0-0")["Body"].read() == body[:1]
+          and _cache(a)["hits"] > after["hits"], "a range GET hit")
+    assert s3a.get_object(Bucket=bucket, Key="obj", Range="bytes=10-2009")["Body"].read() == body[10:2010]
+    # A DELETE through B is seen by A at once.
+    s3b.delete_object(Bucket=bucket, Key="obj")
+    with pytest.raises(ClientError) as e:
+        s3a.get_object(Bucket=bucket, Key="obj")
+    assert e.value.response["Error"]["Code"] == "NoSuchKey"
+
+
+def test_dynamic_caching_follows_get_rate(pair):
+    """FOR BUCKET ... WHEN get_ops > 5 DO SET caching TRANSIENT: on at
+    10 GETs/s, off again at 1 GET/s."""
+    a, b, _ = pair
+    tenant, creds = _tenant(a)
+    s3a = make_client(a.endpoint, creds)
+    bucket = "dyn-" + uuid.uuid4().hex[:8]
+    s3a.create_bucket(Bucket=bucket)
+    body = secrets.token_bytes(256 << 10)
+    s3a.put_object(Bucket=bucket, Key="hot", Body=body)
+    pid = _policy((a, b), f"FOR BUCKET {tenant}/{bucket} WHEN get_ops > 5 DO SET caching TRANSIENT")["policies"][0]["id"]
+
+    def active():
+        status, p = a.admin("GET", f"/policies/{pid}")
+        return p["state"] == "active"
+
+    def load(rate, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            t = time.monotonic()
+            assert s3a.get_object(Bucket=bucket, Key="hot")["Body"].read() == body
+            time.sleep(max(0, 1 / rate - (time.monotonic() - t)))
+
+    assert not active()
+    h0 = _cache(a)["hits"]
+    load(1, 3)
+    assert _cache(a)["hits"] == h0, "caching ran below the threshold"
+    deadline = time.monotonic() + 60
+    while not active():
+        assert time.monotonic() < deadline, "caching did not switch on at 10 GETs/s"
+        load(10, 1)
+    load(10, 2)
+    h1 = _cache(a)["hits"]
+    assert h1 > h0 + 5, "caching switched on but served no hit"
+    deadline = time.monotonic() + 60
+    while active():
+        assert time.monotonic() < deadline, "caching did not switch off at 1 GET/s"
+        load(1, 1)
+    time.sleep(1)
+    h2 = _cache(a)["hits"]
+    load(2, 2)
+    assert _cache(a)["hits"] == h2, "caching still served after it switched off"
+    # The workload metric is in the DSL's vocabulary and measured.
+    status, m = a.admin("GET", "/metrics/cache_hit_ratio")
+    assert status == 200 and m["metric"] == "cache_hit_ratio"
+
+
+def test_tagging_sets_metadata_from_key_and_content(pair):
+    a, b, _ = pair
+    tenant, creds = _tenant(a)
+    s3 = make_client(b.endpoint, creds)
+    bucket = "tag-" + uuid.uuid4().hex[:8]
+    s3.create_bucket(Bucket=bucket)
+    _policy((a, b), f'FOR BUCKET {tenant}/{bucket} DO SET tagging WITH regex="^logs/([a-z]+)/", tag="app=$1"')
+    s3.put_object(Bucket=bucket, Key="logs/nginx/1.log", Body=b"x", Metadata={"own": "kept"})
+    assert s3.head_object(Bucket=bucket, Key="logs/nginx/1.log")["Metadata"] == {"app": "nginx", "own": "kept"}
+    s3.put_object(Bucket=bucket, Key="img/1.png", Body=b"x")
+    assert s3.head_object(Bucket=bucket, Key="img/1.png")["Metadata"] == {}
+
+    bucket2 = "tagc-" + uuid.uuid4().hex[:8]
+    s3.create_bucket(Bucket=bucket2)
+    _policy((a, b), f'FOR BUCKET {tenant}/{bucket2} DO SET tagging WITH regex="^%PDF-([0-9.]+)", tag="pdf=$1", match=content, peek=64')
+    s3.put_object(Bucket=bucket2, Key="doc.bin", Body=b"%PDF-1.7\n" + secrets.token_bytes(100_000))
+    s3.put_object(Bucket=bucket2, Key="other.bin", Body=b"GIF89a" + secrets.token_bytes(1000))
+    assert s3.head_object(Bucket=bucket2, Key="doc.bin")["Metadata"] == {"pdf": "1.7"}
+    assert s3.head_object(Bucket=bucket2, Key="other.bin")["Metadata"] == {}
+
+
+def test_metadata_guard_strips_and_refuses(pair):
+    a, b, _ = pair
+    tenant, creds = _tenant(a)
+    s3 = make_client(a.endpoint, creds)
+    bucket = "guard-" + uuid.uuid4().hex[:8]
+    s3.create_bucket(Bucket=bucket)
+    _policy((a, b), f'FOR BUCKET {tenant}/{bucket} DO SET metadata_guard WITH strip="x-amz-meta-debug*", deny="x-amz-meta-owner"')
+    s3.put_object(Bucket=bucket, Key="k", Body=b"one", Metadata={"debug-trace": "1", "keep": "yes"})
+    assert s3.head_object(Bucket=bucket, Key="k")["Metadata"] == {"keep": "yes"}
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="k", Body=b"two", Metadata={"owner": "mallory"})
+    err = e.value.response
+    assert err["ResponseMetadata"]["HTTPStatusCode"] == 400 and err["Error"]["Code"] == "InvalidArgument"
+    assert "x-amz-meta-owner" in err["Error"]["Message"]
+    assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"one", "a refused PUT changed the object"
+    with pytest.raises(ClientError) as e:
+        s3.create_multipart_upload(Bucket=bucket, Key="mp", Metadata={"owner": "x"})
+    assert e.value.response["Error"]["Code"] == "InvalidArgument"
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=bucket, Key="k2", CopySource={"Bucket": bucket, "Key": "k"},
+                       MetadataDirective="REPLACE", Metadata={"owner": "x"})
+    assert e.value.response["Error"]["Code"] == "InvalidArgument"
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="k2")
+
+
+def test_recycle_bin_restores_an_object_deleted_by_mistake(pair):
+    a, b, backend = pair
+    tenant, creds = _tenant(a)
+    s3a, s3b = make_client(a.endpoint, creds), make_client(b.endpoint, creds)
+    bucket = "bin-" + uuid.uuid4().hex[:8]
+    s3a.create_bucket(Bucket=bucket)
+    # Encrypted at rest: the bin keeps the stored bytes and their reverse
+    # plan, and a restored object decrypts as before.
+    _policy((a, b), f"FOR BUCKET {tenant}/{bucket} DO SET recycle_bin WITH max_time=30d, SET encryption")
+    body = secrets.token_bytes(300_000)
+    put = s3a.put_object(Bucket=bucket, Key="reports/q1.pdf", Body=body, Metadata={"author": "ann"}, ContentType="application/pdf")
+    s3b.delete_object(Bucket=bucket, Key="reports/q1.pdf")  # by mistake
+    with pytest.raises(ClientError):
+        s3a.head_object(Bucket=bucket, Key="reports/q1.pdf")
+    assert s3a.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+    assert all(not x["Name"].startswith(".") for x in s3a.list_buckets()["Buckets"])
+    with pytest.raises(ClientError):
+        s3a.list_objects_v2(Bucket=".facet-trash")
+
+    items = json.loads(a.ctl("trash", "list", tenant, "-o", "json"))["items"]
+    assert len(items) == 1, items
+    it = items[0]
+    assert (it["bucket"], it["key"], it["size"], it["etag"]) == (bucket, "reports/q1.pdf", len(body), put["ETag"].strip('"'))
+    # Another tenant's bin is its own.
+    other, _ = _tenant(a)
+    assert json.loads(a.ctl("trash", "list", other, "-o", "json"))["items"] == []
+
+    # A new object took the key meanwhile: restore refuses, then overwrites when asked.
+    s3a.put_object(Bucket=bucket, Key="reports/q1.pdf", Body=b"new")
+    with pytest.raises(RuntimeError, match="409|TrashConflict|exists"):
+        a.ctl("trash", "restore", tenant, it["id"])
+    b.ctl("trash", "restore", tenant, it["id"], "--overwrite")
+    for s3 in (s3a, s3b):
+        r = s3.get_object(Bucket=bucket, Key="reports/q1.pdf")
+        assert r["Body"].read() == body and r["ETag"] == put["ETag"]
+        assert r["Metadata"] == {"author": "ann"} and r["ContentType"] == "application/pdf"
+    assert s3a.get_object(Bucket=bucket, Key="reports/q1.pdf", Range="bytes=1000-1999")["Body"].read() == body[1000:2000]
+    assert json.loads(a.ctl("trash", "list", tenant, "-o", "json"))["items"] != [] , "the overwritten object went to the bin"
+    # Purge by hand; the bin is then empty.
+    for x in json.loads(a.ctl("trash", "list", tenant, "-o", "json"))["items"]:
+        a.ctl("trash", "purge", tenant, x["id"])
+    assert json.loads(a.ctl("trash", "list", tenant, "-o", "json"))["items"] == []
+    with pytest.raises(RuntimeError, match="404|NoSuchTrashItem"):
+        a.ctl("trash", "restore", tenant, it["id"])
+
+    # DeleteObjects keeps every key; a short max_time is purged by the
+    # background task.
+    bucket2 = "bin2-" + uuid.uuid4().hex[:8]
+    s3a.create_bucket(Bucket=bucket2)
+    _policy((a, b), f"FOR BUCKET {tenant}/{bucket2} DO SET recycle_bin WITH max_time=2s")
+    for k in ("x", "y"):
+        s3a.put_object(Bucket=bucket2, Key=k, Body=k.encode())
+    s3a.delete_objects(Bucket=bucket2, Delete={"Objects": [{"Key": "x"}, {"Key": "y"}]})
+    listed = json.loads(a.ctl("trash", "list", tenant, "-o", "json"))["items"]
+    assert sorted(i["key"] for i in listed if i["bucket"] == bucket2) == ["x", "y"]
+    _wait(lambda: not [i for i in json.loads(a.ctl("trash", "list", tenant, "-o", "json"))["items"] if i["bucket"] == bucket2],
+          "the background purge removes expired objects", timeout=30)
