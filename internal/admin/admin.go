@@ -91,6 +91,9 @@ type Config struct {
 	Node     string
 	// Nodes reports GET /nodes; nil answers 501.
 	Nodes NodeSource
+	// Context stores tenants' context rules and reports class flows;
+	// nil answers its routes 501.
+	Context ContextService
 	// QoS serves /slos and the /bw views (slo.go); nil answers 501.
 	QoS QoSService
 	// Trash lists, restores and purges tenants' recycle bins; nil
@@ -119,6 +122,7 @@ type handler struct {
 	locator     Locator
 	node        string
 	nodes       NodeSource
+	context     ContextService
 	qos         QoSService
 	trash       TrashService
 	log         *slog.Logger
@@ -179,6 +183,10 @@ var routes = []route{
 	{http.MethodGet, "/metrics/{metric}", (*handler).getMetric},
 	{http.MethodGet, "/locality/{bucket}/{key...}", (*handler).locality},
 	{http.MethodGet, "/nodes", (*handler).listNodes},
+	{http.MethodGet, "/tenants/{name}/context-rules", (*handler).getContextRules},
+	{http.MethodPut, "/tenants/{name}/context-rules", (*handler).putContextRules},
+	{http.MethodDelete, "/tenants/{name}/context-rules", (*handler).deleteContextRules},
+	{http.MethodGet, "/context/flows", (*handler).contextFlows},
 	{http.MethodPost, "/pools", (*handler).createPool},
 	{http.MethodGet, "/pools", (*handler).listPools},
 	{http.MethodDelete, "/pools/{pool}", (*handler).deletePool},
@@ -209,6 +217,7 @@ func New(cfg Config) http.Handler {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.qos = cfg.QoS
+	h.context = cfg.Context
 	h.trash = cfg.Trash
 	if cfg.Token != "" {
 		sum := sha256.Sum256([]byte(cfg.Token))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/storage"
 	"github.com/facet-sds/facet/internal/sysdev"
 )
@@ -84,7 +85,8 @@ func TestLocalitySchemas(t *testing.T) {
 	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []any{Locality{}, Node{}, NodeList{}, sysdev.Placement{}, sysdev.Mount{}, sysdev.Device{}, storage.RemoteLocation{}, storage.IOStatus{}} {
+	for _, v := range []any{Locality{}, Node{}, NodeList{}, sysdev.Placement{}, sysdev.Mount{}, sysdev.Device{}, storage.RemoteLocation{}, storage.IOStatus{},
+		flowctx.Rules{}, flowctx.Rule{}, ContextFlows{}, flowctx.FlowStats{}} {
 		typ := reflect.TypeOf(v)
 		var fields, props []string
 		for i := range typ.NumField() {

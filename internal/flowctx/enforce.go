@@ -98,13 +98,15 @@ type Flow struct {
 
 // FlowStats is a flow's state for reports and tests.
 type FlowStats struct {
-	Tenant   string  `json:"tenant"`
-	Class    string  `json:"class"`
-	Rate     float64 `json:"rate"` // +Inf: unlimited
-	Measured float64 `json:"measured"`
-	Served   int64   `json:"served"`
-	Requests int64   `json:"requests"`
-	Streams  int64   `json:"streams"`
+	Tenant string `json:"tenant"`
+	Class  string `json:"class"`
+	// Rate is the rate in force, bytes/s; 0 with Unlimited.
+	Rate      float64 `json:"rate"`
+	Unlimited bool    `json:"unlimited,omitempty"`
+	Measured  float64 `json:"measured"`
+	Served    int64   `json:"served"`
+	Requests  int64   `json:"requests"`
+	Streams   int64   `json:"streams"`
 }
 
 // NewEnforcer returns an enforcer with no flows.
@@ -413,8 +415,13 @@ func (e *Enforcer) Flows() []FlowStats {
 	defer e.mu.RUnlock()
 	out := make([]FlowStats, 0, len(e.fl))
 	for _, f := range e.fl {
-		out = append(out, FlowStats{Tenant: f.Tenant, Class: f.Class, Rate: f.Rate(), Measured: f.Measured(),
-			Served: f.served.Load(), Requests: f.admitted.Load(), Streams: f.streams.Load()})
+		st := FlowStats{Tenant: f.Tenant, Class: f.Class, Rate: f.Rate(), Measured: f.Measured(),
+			Served: f.served.Load(), Requests: f.admitted.Load(), Streams: f.streams.Load()}
+		if math.IsInf(st.Rate, 1) {
+			// JSON has no infinity.
+			st.Rate, st.Unlimited = 0, true
+		}
+		out = append(out, st)
 	}
 	return out
 }

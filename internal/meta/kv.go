@@ -36,13 +36,14 @@ const (
 	tblVolumes       = "volumes"        // volume name -> volumeRecord
 	tblFilterBlobs   = "filter_blobs"   // blob key -> raw bytes (WASM modules, dependency files)
 	tblFilterDeps    = "filter_deps"    // dependency name -> dependencyRecord
+	tblContextRules  = "context_rules"  // tenant -> contextRulesRecord (request classes)
 )
 
 var allTables = []string{
 	tblSystem, tblTenants, tblKeys, tblTenantKeys, tblBuckets, tblTenantBuckets,
 	tblGroups, tblPolicies, tblPolicyNames, tblSLOs, tblDataKeys, tblFilters, tblLeases,
 	tblPools, tblVolumes,
-	tblFilterBlobs, tblFilterDeps,
+	tblFilterBlobs, tblFilterDeps, tblContextRules,
 }
 
 // indexKey builds the composite key of an index table. Tenant names, access

@@ -1,0 +1,148 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/control"
+	"github.com/facet-sds/facet/internal/flowctx"
+	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/s3api"
+)
+
+// ContextOptions configure request classes (internal/flowctx): which
+// controller sets the rates of tenant × class flows.
+type ContextOptions struct {
+	// Controller is flowctx.ControllerLimits (policies' CONTEXT limits)
+	// or flowctx.ControllerPriority (SILK-like).
+	Controller string
+	// Background, Threshold, Capacity and Floor configure the priority
+	// controller (flowctx.PriorityConfig).
+	Background []string
+	Threshold  float64
+	Capacity   float64
+	Floor      float64
+	// Period is the controller's period (default 1 s).
+	Period time.Duration
+}
+
+// contextRuntime is the gateway's request classification: the tenants'
+// rules in memory, and the enforcer of class flows in front of the QoS
+// limiter.
+type contextRuntime struct {
+	store    *meta.Store
+	registry *flowctx.Registry
+	enforcer *flowctx.Enforcer
+	ctrl     string
+}
+
+var _ admin.ContextService = (*contextRuntime)(nil)
+
+func startContext(ctx context.Context, opts ContextOptions, store *meta.Store, policies *control.Service, next s3api.QoS, logger *slog.Logger) (*contextRuntime, error) {
+	if opts.Controller == "" {
+		opts.Controller = flowctx.ControllerLimits
+	}
+	if !slices.Contains(flowctx.Controllers, opts.Controller) {
+		return nil, fmt.Errorf("context controller %q: want one of %v", opts.Controller, flowctx.Controllers)
+	}
+	if opts.Controller == flowctx.ControllerPriority && (len(opts.Background) == 0 || opts.Capacity <= 0) {
+		return nil, errors.New("the priority controller needs --context-background classes and --context-capacity")
+	}
+	reg := flowctx.NewRegistry(store, logger)
+	if err := reg.Reload(ctx); err != nil {
+		return nil, fmt.Errorf("load context rules: %w", err)
+	}
+	go reg.Run(ctx, time.Second)
+	enf := flowctx.NewEnforcer(flowctx.EnforcerConfig{
+		Rules:      reg.Rules,
+		Limits:     contextLimits(policies),
+		Controller: opts.Controller,
+		Priority:   flowctx.PriorityConfig{Background: opts.Background, Threshold: opts.Threshold, Capacity: opts.Capacity, Floor: opts.Floor},
+		Period:     opts.Period,
+		Next:       next,
+		Logger:     logger,
+	})
+	go enf.Run(ctx)
+	logger.Info("request classes", "controller", opts.Controller)
+	return &contextRuntime{store: store, registry: reg, enforcer: enf, ctrl: opts.Controller}, nil
+}
+
+// contextLimits reads the CONTEXT policies' limit and reservation.
+func contextLimits(policies *control.Service) flowctx.LimitSource {
+	return func(tenant, class string) (float64, float64, bool) {
+		p, ok := policies.ContextBandwidth(tenant, class)
+		if !ok {
+			return 0, 0, false
+		}
+		num := func(k string) float64 {
+			v, _ := strconv.ParseFloat(p[k], 64)
+			return v
+		}
+		return num("limit"), num("reservation"), true
+	}
+}
+
+func (c *contextRuntime) Rules(ctx context.Context, tenant string) (flowctx.Rules, error) {
+	if _, err := c.store.GetTenant(ctx, tenant); err != nil {
+		return flowctx.Rules{}, err
+	}
+	raw, err := c.store.ContextRules(ctx, tenant)
+	if errors.Is(err, meta.ErrContextRulesNotFound) {
+		return flowctx.Rules{}, fmt.Errorf("%w: %v", admin.ErrNoContextRules, err)
+	}
+	if err != nil {
+		return flowctx.Rules{}, err
+	}
+	return flowctx.ParseRules(raw)
+}
+
+func (c *contextRuntime) SetRules(ctx context.Context, tenant string, r flowctx.Rules) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := c.store.SetContextRules(ctx, tenant, raw); err != nil {
+		return err
+	}
+	// This gateway applies them at once; the others at their next poll.
+	return c.registry.Reload(ctx)
+}
+
+func (c *contextRuntime) DeleteRules(ctx context.Context, tenant string) error {
+	if _, err := c.store.GetTenant(ctx, tenant); err != nil {
+		return err
+	}
+	err := c.store.DeleteContextRules(ctx, tenant)
+	if errors.Is(err, meta.ErrContextRulesNotFound) {
+		return fmt.Errorf("%w: %v", admin.ErrNoContextRules, err)
+	}
+	if err != nil {
+		return err
+	}
+	return c.registry.Reload(ctx)
+}
+
+func (c *contextRuntime) Flows() []flowctx.FlowStats { return c.enforcer.Flows() }
+
+func (c *contextRuntime) Controller() string { return c.ctrl }
+
+// neededLater is the storage stage's view of class reservations
+// (fs.Priorities.Needed); the backend opens before the enforcer exists.
+type neededLater struct {
+	e atomic.Pointer[flowctx.Enforcer]
+}
+
+func (n *neededLater) Needed(ctx context.Context) (string, float64, bool) {
+	if e := n.e.Load(); e != nil {
+		return e.Needed(ctx)
+	}
+	return "", 0, false
+}
