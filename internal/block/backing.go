@@ -101,6 +101,46 @@ func (b *backing) readAt(ctx context.Context, cost costFn, p []byte, off int64) 
 	})
 }
 
+// holes calls fn with the ranges of [off, off+n) of the volume that no
+// file has allocated: they read as zeros, whatever a filter stack would
+// make of the zeros the file returns.
+func (b *backing) holes(off, n int64, fn func(lo, hi int64)) error {
+	vpos := off
+	return b.each(off, n, func(m int, moff, _, take int64) error {
+		base := vpos - moff // volume offset = member offset + base, in this piece
+		vpos += take
+		return holeRanges(b.files[m], moff, take, func(lo, hi int64) { fn(lo+base, hi+base) })
+	})
+}
+
+// holeRanges calls fn for each hole of f within [off, off+n).
+func holeRanges(f *os.File, off, n int64, fn func(lo, hi int64)) error {
+	fd := int(f.Fd())
+	end := off + n
+	for pos := off; pos < end; {
+		data, err := unix.Seek(fd, pos, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			fn(pos, end) // no data from pos on
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if data > pos {
+			fn(pos, min(data, end))
+		}
+		if data >= end {
+			return nil
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		pos = hole
+	}
+	return nil
+}
+
 func (b *backing) writeAt(ctx context.Context, cost costFn, p []byte, off int64) error {
 	pos := 0
 	return b.each(off, int64(len(p)), func(m int, moff, _, take int64) error {

@@ -76,6 +76,7 @@ type Manager struct {
 	version uint64
 	table   *policy.Table
 	rates   map[string]Rates // per-volume rates of the last period
+	stats   map[string]*volumeStats
 }
 
 // New returns a manager; call Reload before serving.
@@ -93,7 +94,7 @@ func New(cfg Config) *Manager {
 		cfg.Filters = bfilter.NewRegistry(bfilter.Builtin()...)
 	}
 	return &Manager{cfg: cfg, log: cfg.Logger, pools: map[string]meta.Pool{}, vols: map[string]meta.Volume{},
-		open: map[string]*volume{}, gates: map[string]*gate{}, rates: map[string]Rates{}}
+		open: map[string]*volume{}, gates: map[string]*gate{}, rates: map[string]Rates{}, stats: map[string]*volumeStats{}}
 }
 
 // Reload reads pools and volumes from the store and applies policies and
@@ -125,6 +126,15 @@ func (m *Manager) Reload(ctx context.Context) error {
 	m.vols = map[string]meta.Volume{}
 	for _, v := range vols {
 		m.vols[v.Name] = v
+		if m.stats[v.Name] == nil {
+			m.stats[v.Name] = &volumeStats{}
+		}
+	}
+	for name := range m.stats {
+		if _, ok := m.vols[name]; !ok {
+			delete(m.stats, name)
+			delete(m.rates, name)
+		}
 	}
 	for name, ov := range m.open {
 		rec, ok := m.vols[name]
@@ -168,8 +178,8 @@ func (m *Manager) Run(ctx context.Context) {
 			dt := now.Sub(last).Seconds()
 			last = now
 			m.mu.Lock()
-			for name, v := range m.open {
-				cur := [4]int64{v.stats.readBytes.Load(), v.stats.writeBytes.Load(), v.stats.readOps.Load(), v.stats.writeOps.Load()}
+			for name, st := range m.stats {
+				cur := [4]int64{st.readBytes.Load(), st.writeBytes.Load(), st.readOps.Load(), st.writeOps.Load()}
 				p := prev[name]
 				m.rates[name] = Rates{ReadBW: float64(cur[0]-p[0]) / dt, WriteBW: float64(cur[1]-p[1]) / dt,
 					ReadIOPS: float64(cur[2]-p[2]) / dt, WriteIOPS: float64(cur[3]-p[3]) / dt}
@@ -325,7 +335,12 @@ func (m *Manager) openVolume(ctx context.Context, rec meta.Volume) (*volume, err
 	if err != nil {
 		return nil, err
 	}
-	v := &volume{rec: rec, flows: map[*gate]*flow{},
+	st0 := m.stats[rec.Name]
+	if st0 == nil {
+		st0 = &volumeStats{}
+		m.stats[rec.Name] = st0
+	}
+	v := &volume{rec: rec, flows: map[*gate]*flow{}, stats: st0,
 		readBW: newBucket(0, 0), writeBW: newBucket(0, 0), readOps: newBucket(0, 0), writeOps: newBucket(0, 0)}
 	usage := ""
 	if len(rec.Extents) > 0 {
@@ -542,7 +557,7 @@ type VolumeStatus struct {
 	Totals    Totals        `json:"totals"`
 }
 
-// Totals are cumulative counters since the volume was opened.
+// Totals are cumulative counters since this process started.
 type Totals struct {
 	ReadBytes  int64 `json:"read_bytes"`
 	WriteBytes int64 `json:"write_bytes"`
@@ -585,16 +600,16 @@ func (m *Manager) status(v meta.Volume) VolumeStatus {
 	if s.Filters == nil {
 		s.Filters = []StackStep{}
 	}
-	if ov, ok := m.open[v.Name]; ok {
-		s.Open = true
-		s.Totals = ov.totals()
+	_, s.Open = m.open[v.Name]
+	if st, ok := m.stats[v.Name]; ok {
+		s.Totals = st.totals()
 	}
 	return s
 }
 
-func (v *volume) totals() Totals {
-	return Totals{ReadBytes: v.stats.readBytes.Load(), WriteBytes: v.stats.writeBytes.Load(),
-		ReadOps: v.stats.readOps.Load(), WriteOps: v.stats.writeOps.Load()}
+func (st *volumeStats) totals() Totals {
+	return Totals{ReadBytes: st.readBytes.Load(), WriteBytes: st.writeBytes.Load(),
+		ReadOps: st.readOps.Load(), WriteOps: st.writeOps.Load()}
 }
 
 // ErrNoTLS refuses a client certificate when the NBD server has no TLS.

@@ -18,7 +18,7 @@ func desc(name, help string) *prometheus.Desc {
 
 func (c collector) descs() (totals, rates [4]*prometheus.Desc) {
 	for i, n := range [4]string{"read_bytes_total", "write_bytes_total", "read_ops_total", "write_ops_total"} {
-		totals[i] = desc(n, "Block volume I/O since the volume was opened on this node ("+n+").")
+		totals[i] = desc(n, "Block volume I/O served by this process ("+n+").")
 	}
 	for i, n := range [4]string{"read_bw", "write_bw", "read_iops", "write_iops"} {
 		rates[i] = desc(n, "Block volume I/O rate over the last second ("+n+"; bytes/s or operations/s).")
@@ -38,14 +38,15 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	t, r := c.descs()
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
-	for name, v := range c.m.open {
-		tot := v.totals()
+	for name, st := range c.m.stats {
+		tenant := c.m.vols[name].Tenant
+		tot := st.totals()
 		for i, n := range []int64{tot.ReadBytes, tot.WriteBytes, tot.ReadOps, tot.WriteOps} {
-			ch <- prometheus.MustNewConstMetric(t[i], prometheus.CounterValue, float64(n), name, v.rec.Tenant)
+			ch <- prometheus.MustNewConstMetric(t[i], prometheus.CounterValue, float64(n), name, tenant)
 		}
 		rt := c.m.rates[name]
 		for i, x := range []float64{rt.ReadBW, rt.WriteBW, rt.ReadIOPS, rt.WriteIOPS} {
-			ch <- prometheus.MustNewConstMetric(r[i], prometheus.GaugeValue, x, name, v.rec.Tenant)
+			ch <- prometheus.MustNewConstMetric(r[i], prometheus.GaugeValue, x, name, tenant)
 		}
 	}
 }

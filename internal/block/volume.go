@@ -28,7 +28,8 @@ type volume struct {
 
 	refs int // guarded by the manager's lock
 
-	stats volumeStats
+	// stats outlive the open volume: they are the manager's, by name.
+	stats *volumeStats
 }
 
 // volumeStats are cumulative counters, read by metrics.
@@ -85,28 +86,57 @@ func (d *device) ReadAt(ctx context.Context, p []byte, off int64) error {
 	if err := v.throttle(ctx, v.readOps, v.readBW, len(p)); err != nil {
 		return err
 	}
-	st := v.stack.Load()
-	if st.Empty() || st.Align <= 1 || (off%int64(st.Align) == 0 && len(p)%st.Align == 0) {
-		if err := v.readRaw(ctx, p, off); err != nil {
-			return err
-		}
-		if !st.Empty() {
-			if err := st.Decode(off, p); err != nil {
-				return err
-			}
-		}
-	} else {
-		lo, buf := v.aligned(off, len(p), st.Align)
-		if err := v.readRaw(ctx, buf, lo); err != nil {
-			return err
-		}
-		if err := st.Decode(lo, buf); err != nil {
-			return err
-		}
-		copy(p, buf[off-lo:])
+	if err := v.read(ctx, p, off); err != nil {
+		return err
 	}
 	v.stats.readOps.Add(1)
 	v.stats.readBytes.Add(int64(len(p)))
+	return nil
+}
+
+// fsBlock is the allocation unit assumed of the pools' filesystems. With
+// a filter stack, whole blocks are written (read-modify-write at the
+// edges), so an allocated block never holds raw zeros that the stack
+// would decode into garbage, and holes read as zeros.
+const fsBlock = 4096
+
+func stackAlign(st *bfilter.Stack) int {
+	if st.Empty() {
+		return 1
+	}
+	return lcmInt(max(st.Align, 1), fsBlock)
+}
+
+func lcmInt(a, b int) int {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
+}
+
+func (v *volume) read(ctx context.Context, p []byte, off int64) error {
+	st := v.stack.Load()
+	if st.Empty() {
+		return v.readRaw(ctx, p, off)
+	}
+	align := stackAlign(st)
+	lo, buf := off, p
+	if off%int64(align) != 0 || len(p)%align != 0 {
+		lo, buf = v.aligned(off, len(p), align)
+	}
+	if err := v.readRaw(ctx, buf, lo); err != nil {
+		return err
+	}
+	if err := st.Decode(lo, buf); err != nil {
+		return err
+	}
+	if err := v.back.holes(lo, int64(len(buf)), func(a, b int64) { clear(buf[a-lo : b-lo]) }); err != nil {
+		return err
+	}
+	if lo != off || len(buf) != len(p) {
+		copy(p, buf[off-lo:])
+	}
 	return nil
 }
 
@@ -139,10 +169,11 @@ func (d *device) WriteAt(ctx context.Context, p []byte, off int64, fua bool) err
 
 func (v *volume) write(ctx context.Context, p []byte, off int64) error {
 	st := v.stack.Load()
-	switch {
-	case st.Empty():
+	if st.Empty() {
 		return v.writeRaw(ctx, p, off)
-	case st.Align <= 1 || off%int64(st.Align) == 0 && len(p)%st.Align == 0:
+	}
+	align := stackAlign(st)
+	if off%int64(align) == 0 && (len(p)%align == 0 || off+int64(len(p)) == v.rec.Size) {
 		if err := st.Encode(off, p); err != nil {
 			return err
 		}
@@ -151,11 +182,8 @@ func (v *volume) write(ctx context.Context, p []byte, off int64) error {
 	// A partial block: read it, patch it, write it whole.
 	v.rmw.Lock()
 	defer v.rmw.Unlock()
-	lo, buf := v.aligned(off, len(p), st.Align)
-	if err := v.readRaw(ctx, buf, lo); err != nil {
-		return err
-	}
-	if err := st.Decode(lo, buf); err != nil {
+	lo, buf := v.aligned(off, len(p), align)
+	if err := v.read(ctx, buf, lo); err != nil {
 		return err
 	}
 	copy(buf[off-lo:], p)
@@ -163,6 +191,32 @@ func (v *volume) write(ctx context.Context, p []byte, off int64) error {
 		return err
 	}
 	return v.writeRaw(ctx, buf, lo)
+}
+
+// zero makes [off, off+n) read as zeros: holes for whole blocks, encoded
+// zeros written at unaligned edges when a stack is in force.
+func (v *volume) zero(ctx context.Context, off, n int64) error {
+	st := v.stack.Load()
+	align := int64(stackAlign(st))
+	if st.Empty() {
+		return v.back.punch(off, n)
+	}
+	lo := (off + align - 1) / align * align
+	hi := (off + n) / align * align
+	if hi <= lo {
+		return v.write(ctx, make([]byte, n), off)
+	}
+	if lo > off {
+		if err := v.write(ctx, make([]byte, lo-off), off); err != nil {
+			return err
+		}
+	}
+	if end := off + n; end > hi {
+		if err := v.write(ctx, make([]byte, end-hi), hi); err != nil {
+			return err
+		}
+	}
+	return v.back.punch(lo, hi-lo)
 }
 
 func (d *device) Flush(context.Context) error {
@@ -173,9 +227,9 @@ func (d *device) Flush(context.Context) error {
 }
 
 func (d *device) Trim(ctx context.Context, off, n int64, fua bool) error {
-	// Trimmed bytes read back as anything (NBD): a hole decodes to the
-	// stack's image of zeros, which is allowed.
-	if err := d.v.back.punch(off, n); err != nil {
+	// Trimmed bytes may read back as anything (NBD); here they read as
+	// zeros, through any stack.
+	if err := d.v.zero(ctx, off, n); err != nil {
 		return err
 	}
 	if fua {
@@ -186,27 +240,11 @@ func (d *device) Trim(ctx context.Context, off, n int64, fua bool) error {
 
 func (d *device) WriteZeroes(ctx context.Context, off, n int64, fua bool) error {
 	v := d.v
-	if err := v.throttle(ctx, v.writeOps, v.writeBW, int(min(n, 1<<30))); err != nil {
+	if err := v.throttle(ctx, v.writeOps, v.writeBW, 0); err != nil {
 		return err
 	}
-	if v.stack.Load().Empty() {
-		if err := v.back.punch(off, n); err != nil {
-			return err
-		}
-	} else {
-		// Zeros must read back as zeros: write their encoded form.
-		const chunk = 1 << 20
-		buf := make([]byte, min(n, chunk))
-		for n > 0 {
-			take := min(n, chunk)
-			b := buf[:take]
-			clear(b)
-			if err := v.write(ctx, b, off); err != nil {
-				return err
-			}
-			off += take
-			n -= take
-		}
+	if err := v.zero(ctx, off, n); err != nil {
+		return err
 	}
 	v.stats.writeOps.Add(1)
 	if fua {

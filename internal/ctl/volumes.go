@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -136,7 +138,33 @@ func (o *options) volumeCommand() *cobra.Command {
 	tf.StringVar(&thr[2], "read-iops", "0", "read operations per second cap")
 	tf.StringVar(&thr[3], "write-iops", "0", "write operations per second cap")
 
-	cmd.AddCommand(create, throttle, &cobra.Command{
+	var certDir string
+	cert := &cobra.Command{
+		Use:   "client-cert TENANT --dir DIR",
+		Short: "Issue a tenant's NBD TLS client certificate into DIR (ca-cert.pem, client-cert.pem, client-key.pem: qemu's tls-creds-x509 and libnbd's tls-certificates layout)",
+		Args:  cobra.ExactArgs(1),
+		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
+			if certDir == "" {
+				return fmt.Errorf("--dir is required")
+			}
+			var cc block.ClientCert
+			if err := c.do(ctx, http.MethodPost, "/nbd/clients", admin.NBDClientRequest{Tenant: args[0]}, &cc); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(certDir, 0o700); err != nil {
+				return err
+			}
+			for name, body := range map[string]string{"ca-cert.pem": cc.CACert, "client-cert.pem": cc.ClientCert, "client-key.pem": cc.ClientKey} {
+				if err := os.WriteFile(filepath.Join(certDir, name), []byte(body), 0o600); err != nil {
+					return err
+				}
+			}
+			return p.done(map[string]string{"tenant": cc.Tenant, "dir": certDir}, "NBD client certificate of "+cc.Tenant+" written to "+certDir)
+		}),
+	}
+	cert.Flags().StringVar(&certDir, "dir", "", "directory to write the PEM files to")
+
+	cmd.AddCommand(create, throttle, cert, &cobra.Command{
 		Use:   "resize NAME SIZE",
 		Short: "Resize a volume on its pools",
 		Args:  cobra.ExactArgs(2),

@@ -1,0 +1,113 @@
+package block
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/facet-sds/facet/internal/meta"
+)
+
+const gib = 1 << 30
+
+func TestPlacementTable(t *testing.T) {
+	pools := []meta.Pool{
+		{Name: "hdd-a", Capacity: 1000 * gib, SeqBW: 200e6, Usage: ClassSequential},
+		{Name: "hdd-b", Capacity: 1000 * gib, SeqBW: 200e6, Usage: ClassSequential},
+		{Name: "ssd", Capacity: 100 * gib, RandIOPS: 50000, Usage: ClassRandom},
+		{Name: "ssd2", Capacity: 200 * gib, RandIOPS: 50000, Usage: ClassRandom},
+		{Name: "spare", Capacity: 50 * gib, Usage: ClassBestEffort},
+	}
+	// Each step places one volume given the ones placed before it.
+	steps := []struct {
+		v     meta.Volume
+		pools string // comma-separated stripe members; "" means refused
+		why   string // part of the refusal
+	}{
+		// Fits on one pool; equal fits go by name.
+		{meta.Volume{Name: "s1", Size: 100 * gib, Class: ClassSequential, SeqBW: 150e6}, "hdd-a", ""},
+		// Best fit: hdd-a is fuller after it, so it takes it (maximise use).
+		{meta.Volume{Name: "s2", Size: 10 * gib, Class: ClassSequential, SeqBW: 40e6}, "hdd-a", ""},
+		// No single pool has 300 MB/s left: striped over two, 150 each.
+		{meta.Volume{Name: "s3", Size: 10 * gib, Class: ClassSequential, SeqBW: 300e6}, "", "needs"},
+		{meta.Volume{Name: "s4", Size: 10 * gib, Class: ClassSequential, SeqBW: 190e6}, "hdd-b", ""},
+		// Random volumes go on random pools, by IOPS.
+		{meta.Volume{Name: "r1", Size: 50 * gib, Class: ClassRandom, IOPS: 40000}, "ssd", ""},
+		{meta.Volume{Name: "r2", Size: 50 * gib, Class: ClassRandom, IOPS: 40000}, "ssd2", ""},
+		// 30000 IOPS fit nowhere alone (10000 left on each): refused, the
+		// stripe too (15000 each).
+		{meta.Volume{Name: "r3", Size: 10 * gib, Class: ClassRandom, IOPS: 30000}, "", "needs 30000 IOPS, 10000 unreserved of 50000"},
+		// 16000 IOPS: striped 8000 + 8000.
+		{meta.Volume{Name: "r4", Size: 10 * gib, Class: ClassRandom, IOPS: 16000}, "ssd,ssd2", ""},
+		// Capacity: 300 GiB is more than either random pool has left, but
+		// the stripe cannot take 150 GiB on ssd either.
+		{meta.Volume{Name: "r5", Size: 300 * gib, Class: ClassRandom, IOPS: 100}, "", "capacity"},
+		// Cold goes anywhere it fits: the fullest pool that can take it.
+		{meta.Volume{Name: "c1", Size: 30 * gib, Class: ClassCold}, "ssd", ""},
+		// Best effort only on best-effort pools.
+		{meta.Volume{Name: "b1", Size: 40 * gib, Class: ClassBestEffort}, "spare", ""},
+		{meta.Volume{Name: "b2", Size: 40 * gib, Class: ClassBestEffort}, "", "pool spare needs 40.0 GiB of capacity, 10.0 GiB free"},
+	}
+	var placed []meta.Volume
+	for _, st := range steps {
+		ext, err := Place(pools, placed, st.v)
+		if st.pools == "" {
+			if !errors.Is(err, ErrNoPlacement) || !strings.Contains(err.Error(), st.why) {
+				t.Fatalf("%s: placed on %v (%v), want refusal mentioning %q", st.v.Name, ext, err, st.why)
+			}
+			t.Logf("%s refused: %v", st.v.Name, err)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", st.v.Name, err)
+		}
+		var names []string
+		for _, e := range ext {
+			names = append(names, e.Pool)
+		}
+		if got := strings.Join(names, ","); got != st.pools {
+			t.Fatalf("%s placed on %s, want %s", st.v.Name, got, st.pools)
+		}
+		v := st.v
+		v.Extents = ext
+		placed = append(placed, v)
+	}
+	// Every pool stays within what it declared.
+	for _, f := range freeRoom(pools, placed) {
+		if f.cap < 0 || f.bw < 0 || f.iops < 0 {
+			t.Errorf("pool %s overcommitted: %+v", f.pool.Name, f)
+		}
+	}
+}
+
+func TestPlacementStripes(t *testing.T) {
+	pools := []meta.Pool{
+		{Name: "a", Capacity: 10 * gib, SeqBW: 100e6, Usage: ClassSequential},
+		{Name: "b", Capacity: 10 * gib, SeqBW: 100e6, Usage: ClassSequential},
+		{Name: "c", Capacity: 10 * gib, SeqBW: 100e6, Usage: ClassSequential},
+	}
+	ext, err := Place(pools, nil, meta.Volume{Name: "wide", Size: 25 * gib, Class: ClassSequential, SeqBW: 270e6})
+	if err != nil || len(ext) != 3 {
+		t.Fatalf("want a stripe over 3 pools: %v %v", ext, err)
+	}
+	for _, e := range ext {
+		if e.SeqBW != 90e6 || e.Capacity%StripeUnit != 0 || e.Capacity*3 < 25*gib {
+			t.Errorf("member %+v", e)
+		}
+	}
+	_, err = Place(pools, nil, meta.Volume{Name: "huge", Size: 40 * gib, Class: ClassSequential, SeqBW: 10e6})
+	if !errors.Is(err, ErrNoPlacement) || !strings.Contains(err.Error(), "striped over all 3 matching pools") {
+		t.Fatalf("refusal: %v", err)
+	}
+	for _, bad := range []meta.Volume{
+		{Name: "x", Size: gib, Class: ClassSequential},
+		{Name: "x", Size: gib, Class: ClassRandom, SeqBW: 5},
+		{Name: "x", Size: gib, Class: ClassCold, IOPS: 5},
+		{Name: "x", Size: gib + 1, Class: ClassCold},
+		{Name: "x", Size: gib, Class: "fast"},
+	} {
+		if _, err := Place(pools, nil, bad); !errors.Is(err, ErrInvalidReservation) {
+			t.Errorf("%+v: %v, want ErrInvalidReservation", bad, err)
+		}
+	}
+}
