@@ -1,0 +1,246 @@
+package ui
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// errorBody is the dashboard's error answer, shaped like the control
+// API's so that the pages read both alike.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func writeErr(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorBody{Error: msg, Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the status is sent; a broken connection has no one left to tell
+}
+
+// LoginRequest is the body of POST /ui/api/login: the admin token, or a
+// tenant's access key and secret key.
+type LoginRequest struct {
+	Token     string `json:"token,omitempty"`
+	AccessKey string `json:"access_key,omitempty"`
+	SecretKey string `json:"secret_key,omitempty"`
+}
+
+// SessionInfo is the body of a sign-in and of GET /ui/api/session. CSRF
+// is the token every change must carry in X-CSRF-Token; the page keeps it
+// in memory only.
+type SessionInfo struct {
+	Role   string `json:"role"`
+	Tenant string `json:"tenant,omitempty"`
+	CSRF   string `json:"csrf"`
+}
+
+const maxLoginBody = 4 << 10
+
+// serveAPI routes /ui/api/...: sign-in and session, the event stream, the
+// policies view, and the control API under /v1/.
+func (u *UI) serveAPI(w http.ResponseWriter, r *http.Request, path string) {
+	if path == "/login" {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			writeErr(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "sign in with POST")
+			return
+		}
+		u.login(w, r)
+		return
+	}
+	id := sessionID(r)
+	sess, ok := u.sessions.get(id)
+	if ok && sess.role == roleTenant && !u.tenantKeyValid(r, sess) {
+		u.sessions.delete(id)
+		ok = false
+	}
+	if !ok {
+		writeErr(w, http.StatusUnauthorized, "Unauthorized", "not signed in, or the session expired")
+		return
+	}
+	// Every change carries the session's CSRF token, which only the
+	// dashboard's own pages know (SameSite=Strict already keeps other
+	// sites' requests from carrying the cookie).
+	if !safeMethod(r.Method) && !csrfOK(r, sess) {
+		writeErr(w, http.StatusForbidden, "InvalidCSRFToken", "missing or wrong "+csrfHeader+" header")
+		return
+	}
+	switch {
+	case path == "/session" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, SessionInfo{Role: sess.role, Tenant: sess.tenant, CSRF: sess.csrf})
+	case path == "/logout" && r.Method == http.MethodPost:
+		u.sessions.delete(id)
+		clearCookie(w, r)
+		w.WriteHeader(http.StatusNoContent)
+	case path == "/events" && r.Method == http.MethodGet:
+		u.live.serveEvents(w, r, sess, func() bool { return u.stillValid(r, id) })
+	case path == "/policies" && r.Method == http.MethodGet:
+		u.policyView(w, r, sess)
+	case strings.HasPrefix(path, "/v1/"):
+		u.proxy(w, r, sess, path)
+	default:
+		writeErr(w, http.StatusNotFound, "NotFound", "no such dashboard path /ui/api"+path)
+	}
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// stillValid is checked now and then by long-lived streams: the session
+// has not ended, and a tenant's key has not been revoked.
+func (u *UI) stillValid(r *http.Request, id string) bool {
+	sess, ok := u.sessions.get(id)
+	return ok && (sess.role != roleTenant || u.tenantKeyValid(r, sess))
+}
+
+// tenantKeyValid checks that a tenant session's access key still exists
+// and still belongs to the tenant (the store caches keys, so this is no
+// round-trip on each request).
+func (u *UI) tenantKeyValid(r *http.Request, sess session) bool {
+	t, _, err := u.store.LookupAccessKey(r.Context(), sess.accessKey)
+	return err == nil && t == sess.tenant
+}
+
+func (u *UI) login(w http.ResponseWriter, r *http.Request) {
+	addr := clientAddr(r)
+	if ok, wait := u.logins.allowed(addr); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		writeErr(w, http.StatusTooManyRequests, "TooManyAttempts", "too many failed sign-ins; try again later")
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		// A cross-site form cannot send JSON without a preflight.
+		writeErr(w, http.StatusUnsupportedMediaType, "UnsupportedMediaType", "send the credentials as application/json")
+		return
+	}
+	var req LoginRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxLoginBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, "MalformedJSON", "malformed sign-in body")
+		return
+	}
+	var sess session
+	switch {
+	case req.Token != "" && req.AccessKey == "" && req.SecretKey == "":
+		sum := sha256.Sum256([]byte(req.Token))
+		if u.tokenHash == nil || subtle.ConstantTimeCompare(sum[:], u.tokenHash[:]) != 1 {
+			u.refuse(w, addr)
+			return
+		}
+		sess = session{role: roleAdmin}
+	case req.Token == "" && req.AccessKey != "" && req.SecretKey != "":
+		tenant, secret, err := u.store.LookupAccessKey(r.Context(), req.AccessKey)
+		if err != nil || subtle.ConstantTimeCompare([]byte(secret), []byte(req.SecretKey)) != 1 {
+			u.refuse(w, addr)
+			return
+		}
+		sess = session{role: roleTenant, tenant: tenant, accessKey: req.AccessKey}
+	default:
+		writeErr(w, http.StatusBadRequest, "MissingCredentials", "give the admin token, or an access key and its secret key")
+		return
+	}
+	// A fresh id at each sign-in: an id planted before it is worthless.
+	if old := sessionID(r); old != "" {
+		u.sessions.delete(old)
+	}
+	id, p := u.sessions.create(sess)
+	setCookie(w, r, id, u.sessions.max)
+	u.log.Info("dashboard sign-in", "role", p.role, "tenant", p.tenant, "remote", addr)
+	writeJSON(w, http.StatusOK, SessionInfo{Role: p.role, Tenant: p.tenant, CSRF: p.csrf})
+}
+
+// refuse answers a failed sign-in without saying which part was wrong.
+func (u *UI) refuse(w http.ResponseWriter, addr string) {
+	u.logins.failed(addr)
+	u.log.Info("dashboard sign-in refused", "remote", addr)
+	writeErr(w, http.StatusUnauthorized, "InvalidCredentials", "wrong token or keys")
+}
+
+// proxy passes a /ui/api/v1/... request to the control API: as it is for
+// the admin, and for a tenant only as scope.go allows, rewritten to the
+// tenant's own resources, its answer filtered.
+func (u *UI) proxy(w http.ResponseWriter, r *http.Request, sess session, path string) {
+	if sess.role == roleAdmin {
+		u.callAPI(w, r, r.Method, path, r.URL.RawQuery, r.Body)
+		return
+	}
+	d := tenantDecision(r.Method, path, r.URL.Query(), sess.tenant)
+	if d.deny != "" {
+		writeErr(w, http.StatusForbidden, "Forbidden", d.deny)
+		return
+	}
+	if d.filter == nil {
+		u.callAPI(w, r, r.Method, d.path, d.query, r.Body)
+		return
+	}
+	rec := newRecorder()
+	u.callAPI(rec, r, r.Method, d.path, d.query, r.Body)
+	if rec.status != http.StatusOK {
+		rec.copyTo(w)
+		return
+	}
+	out, err := d.filter(r, u, sess.tenant, rec.body.Bytes())
+	if err != nil {
+		u.log.Error("dashboard: filtering an answer for a tenant", "path", d.path, "err", err)
+		writeErr(w, http.StatusInternalServerError, "InternalError", "internal error")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// callAPI calls the control API in-process with the admin token. The
+// request is built afresh: only the method, the approved path and query,
+// the body and its content type pass; the browser's cookies do not.
+func (u *UI) callAPI(w http.ResponseWriter, r *http.Request, method, path, query string, body io.Reader) {
+	req, err := http.NewRequestWithContext(r.Context(), method, path, body)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "InvalidRequest", fmt.Sprintf("bad API path %q", path))
+		return
+	}
+	req.URL.RawQuery = query
+	req.RemoteAddr = r.RemoteAddr
+	req.ContentLength = r.ContentLength
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	req.Header.Set("Authorization", "Bearer "+u.apiToken)
+	u.api.ServeHTTP(w, req)
+}
+
+// getAPI calls a GET of the control API and decodes its JSON answer; a
+// status other than 200 is an *apiStatus error.
+func (u *UI) getAPI(r *http.Request, path, query string, v any) error {
+	rec := newRecorder()
+	u.callAPI(rec, r, http.MethodGet, path, query, http.NoBody)
+	if rec.status != http.StatusOK {
+		return &apiStatus{status: rec.status, body: rec.body.Bytes()}
+	}
+	return json.Unmarshal(rec.body.Bytes(), v)
+}
+
+type apiStatus struct {
+	status int
+	body   []byte
+}
+
+func (e *apiStatus) Error() string { return fmt.Sprintf("control API answered %d", e.status) }
+
+func isStatus(err error, status int) bool {
+	var as *apiStatus
+	return errors.As(err, &as) && as.status == status
+}

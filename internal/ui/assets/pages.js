@@ -1,0 +1,494 @@
+// The dashboard's pages. Each render(root, ctx) fills root and may return
+// a function that stops what it started (timers, live subscriptions).
+import {
+  h, clear, api, capabilities, has, notAvailable, fmtBytes, fmtRate, fmtNum, fmtTime, toast, errorText,
+  confirmButton, table, colorOf,
+} from './lib.js';
+import { timePlot } from './plot.js';
+import * as live from './live.js';
+import { policiesPage } from './policies.js';
+
+const MB = 1e6;
+
+// widthOf is the width a plot drawn in el gets, so that its text is
+// drawn at its real size on a phone as on a wide screen.
+function widthOf(el) { return Math.max(280, Math.min(el.clientWidth || 720, 1400)); }
+
+function title(text, ...rest) { return h('h1', { id: 'page-title' }, text, ...rest); }
+
+function card(heading, ...body) {
+  return h('section', { class: 'card' }, heading ? h('h2', {}, heading) : null, ...body);
+}
+
+// unavailable renders a panel for an API this server lacks, or the error.
+function failure(what, e) {
+  if (e && e.unavailable) return notAvailable(what);
+  return h('p', { class: 'error', role: 'alert' }, `${what}: ${errorText(e)}`);
+}
+
+// every runs fn now and every ms until stopped.
+function every(ms, fn) {
+  let stopped = false, timer = null;
+  const loop = async () => {
+    if (stopped) return;
+    try { await fn(); } catch (e) { console.error(e); }
+    if (!stopped) timer = setTimeout(loop, ms);
+  };
+  loop();
+  return () => { stopped = true; clearTimeout(timer); };
+}
+
+// tenantPlots shows a tenant's GET/PUT MB/s and ops/s, live, with its
+// policies' triggers on the time axis.
+function tenantPlots(container, tenant) {
+  const mbs = h('div'), ops = h('div');
+  container.append(h('div', { class: 'grid' }, card(null, mbs), card(null, ops)));
+  return live.subscribe(() => {
+    const now = live.now(), windowMs = live.liveState().historyMs, markers = live.markersFor(tenant);
+    clear(mbs, timePlot({ width: widthOf(mbs), id: `tenant-bw-${tenant}`, title: `${tenant}: bandwidth`, unit: 'MB/s', windowMs, now, markers,
+      series: [{ name: 'GET', color: '#1f5fbf', points: live.seriesOf(tenant, live.GET_BW, MB) },
+        { name: 'PUT', color: '#c2410c', points: live.seriesOf(tenant, live.PUT_BW, MB) }] }));
+    clear(ops, timePlot({ width: widthOf(ops), id: `tenant-ops-${tenant}`, title: `${tenant}: operations`, unit: 'ops/s', windowMs, now, markers,
+      series: [{ name: 'GET', color: '#1f5fbf', points: live.seriesOf(tenant, live.GET_OPS) },
+        { name: 'PUT', color: '#c2410c', points: live.seriesOf(tenant, live.PUT_OPS) }] }));
+  });
+}
+
+// secretPanel shows fresh credentials once; dismissing it forgets them.
+function secretPanel(c) {
+  const panel = h('div', { class: 'secret', role: 'alert', id: 'new-secret' },
+    h('p', {}, h('strong', {}, `New credentials for ${c.tenant}. `), 'The secret key is shown this once and never again: store it now.'),
+    h('dl', {},
+      h('dt', {}, 'Access key'), h('dd', {}, h('code', { id: 'new-access-key' }, c.access_key)),
+      h('dt', {}, 'Secret key'), h('dd', {}, h('code', { id: 'new-secret-key' }, c.secret_key))),
+    h('button', { type: 'button', class: 'secondary', onclick: () => panel.remove() }, 'I have stored it'));
+  return panel;
+}
+
+function usageCells(u) {
+  if (!u) return [h('td', { class: 'num' }, '–'), h('td', { class: 'num' }, '–'), h('td', { class: 'num' }, '–'), h('td', { class: 'num' }, '–')];
+  const saved = u.logical_bytes > 0 ? (100 * u.savings).toFixed(1) + ' %' : '–';
+  return [h('td', { class: 'num' }, String(u.objects)), h('td', { class: 'num' }, fmtBytes(u.logical_bytes)),
+    h('td', { class: 'num' }, fmtBytes(u.stored_bytes)), h('td', { class: 'num' }, saved)];
+}
+
+function usageCard(u) {
+  if (!u) return card('Storage', h('p', { class: 'muted' }, 'Usage is not available.'));
+  const pct = u.logical_bytes > 0 ? Math.max(0, Math.min(100, 100 * u.stored_bytes / u.logical_bytes)) : 0;
+  const bar = h('div', { class: 'bar', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': pct.toFixed(0), 'aria-label': 'stored bytes as a share of logical bytes' });
+  bar.append(svgBar(pct));
+  return card('Storage',
+    h('p', {}, `${u.objects} objects: clients wrote ${fmtBytes(u.logical_bytes)}, the storage holds ${fmtBytes(u.stored_bytes)}`,
+      u.logical_bytes > 0 ? ` — filters saved ${fmtBytes(u.saved_bytes)} (${(100 * u.savings).toFixed(1)} %).` : '.'),
+    bar);
+}
+
+function svgBar(pct) {
+  const NS = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(NS, 'svg');
+  svg.setAttribute('viewBox', '0 0 100 4'); svg.setAttribute('preserveAspectRatio', 'none');
+  svg.setAttribute('width', '100%'); svg.setAttribute('height', '8'); svg.setAttribute('aria-hidden', 'true');
+  const r = document.createElementNS(NS, 'rect');
+  r.setAttribute('width', String(pct)); r.setAttribute('height', '4'); r.setAttribute('fill', '#137333');
+  svg.append(r);
+  return svg;
+}
+
+// ---- Overview -------------------------------------------------------------
+
+async function overview(root, { session }) {
+  if (session.role !== 'admin') {
+    root.append(title('Overview'));
+    const u = await api('GET', `/v1/tenants/${encodeURIComponent(session.tenant)}/usage`).catch(() => null);
+    root.append(usageCard(u));
+    const plots = h('div');
+    root.append(h('h2', {}, 'Live throughput'), plots);
+    return tenantPlots(plots, session.tenant);
+  }
+  root.append(title('Overview'));
+  const nodesBox = h('div'), aggBox = h('div'), busyBox = h('div'), perTenant = h('div');
+  root.append(h('div', { class: 'grid' }, card('Nodes', nodesBox), card('Busiest tenants (last 10 s)', busyBox)),
+    h('div', { class: 'grid' }, card(null, aggBox), card(null, perTenant)));
+  let apiNodes = null;
+  const caps = await capabilities();
+  if (has(caps, '/nodes')) apiNodes = await api('GET', '/v1/nodes').then(d => d.nodes || [], () => null);
+  return live.subscribe(st => {
+    const now = live.now(), windowMs = st.historyMs;
+    // Nodes: those that report workload samples, and those the API lists.
+    const seen = live.nodesSeen(), rows = [];
+    const names = new Set([...seen.keys(), ...(apiNodes || []).map(n => n.name)]);
+    for (const name of [...names].sort()) {
+      const s = seen.get(name), an = (apiNodes || []).find(n => n.name === name);
+      const reporting = s && s.t >= now - 5 * st.periodMs;
+      rows.push(h('tr', {}, h('td', {}, name),
+        h('td', {}, h('span', { class: 'badge ' + (reporting ? 'reporting' : 'silent') }, reporting ? 'reporting' : (s ? 'silent since ' + new Date(s.t).toLocaleTimeString() : 'no samples'))),
+        h('td', { class: 'num' }, s ? fmtRate(s.v[0]) : '–'), h('td', { class: 'num' }, s ? fmtRate(s.v[1]) : '–'),
+        h('td', {}, an ? `${an.backend}${an.devices && an.devices.length ? ', ' + an.devices.length + ' device(s)' : ''}` : '–')));
+    }
+    clear(nodesBox, table(['Node', 'State', { label: 'GET', num: true }, { label: 'PUT', num: true }, 'Backend'], rows, { label: 'Nodes', empty: 'No node has reported yet.' }),
+      h('p', { class: 'muted small' }, st.connected ? 'Live: one sample per period.' : 'Live feed disconnected; retrying.'));
+    clear(aggBox, timePlot({ width: widthOf(aggBox), id: 'aggregate-bw', title: 'Aggregate throughput', unit: 'MB/s', windowMs, now, markers: live.markersFor(null),
+      series: [{ name: 'GET', color: '#1f5fbf', points: live.totalOf(live.GET_BW, MB) }, { name: 'PUT', color: '#c2410c', points: live.totalOf(live.PUT_BW, MB) }] }));
+    const avg = live.averageOver(10000);
+    const busy = Object.entries(avg).sort((a, b) => (b[1][0] + b[1][1]) - (a[1][0] + a[1][1]) || (b[1][2] + b[1][3]) - (a[1][2] + a[1][3])).slice(0, 10);
+    clear(busyBox, table(['Tenant', { label: 'GET MB/s', num: true }, { label: 'PUT MB/s', num: true }, { label: 'GET ops/s', num: true }, { label: 'PUT ops/s', num: true }],
+      busy.map(([t, v]) => h('tr', {}, h('td', {}, h('a', { href: '#/tenants/' + encodeURIComponent(t) }, t)),
+        h('td', { class: 'num' }, fmtNum(v[0] / MB, 2)), h('td', { class: 'num' }, fmtNum(v[1] / MB, 2)),
+        h('td', { class: 'num' }, fmtNum(v[2])), h('td', { class: 'num' }, fmtNum(v[3])))), { label: 'Busiest tenants', empty: 'No traffic in the last 10 s.' }));
+    const top = live.tenantsSeen().slice(0, 8);
+    clear(perTenant, timePlot({ width: widthOf(perTenant), id: 'tenants-bw', title: 'Per tenant (GET + PUT)', unit: 'MB/s', windowMs, now, markers: live.markersFor(null),
+      series: top.map(t => ({ name: t, points: live.seriesOf(t, live.GET_BW, MB).map(([tt, v], i) => [tt, v + live.seriesOf(t, live.PUT_BW, MB)[i][1]]) })) }));
+  });
+}
+
+// ---- Tenants --------------------------------------------------------------
+
+async function tenants(root, ctx) {
+  const { session, arg } = ctx;
+  if (session.role !== 'admin') return tenantDetail(root, session.tenant, session);
+  if (arg[0]) return tenantDetail(root, arg[0], session);
+  root.append(title('Tenants'));
+  const secretBox = h('div');
+  const nameInput = h('input', { type: 'text', id: 'tenant-name', name: 'name', required: true, pattern: '[a-z0-9][a-z0-9_.\\-]{0,62}', autocomplete: 'off', spellcheck: 'false' });
+  const form = h('form', { class: 'inline', id: 'tenant-create' },
+    h('label', {}, 'New tenant name', nameInput), h('button', { type: 'submit', id: 'tenant-create-submit' }, 'Create tenant'));
+  const listBox = h('div', { 'aria-live': 'polite' });
+  root.append(card('Create a tenant', form, h('p', { class: 'muted small' }, 'Lower-case letters, digits, - _ and . (up to 63).'), secretBox), card('All tenants', listBox));
+  form.addEventListener('submit', async ev => {
+    ev.preventDefault();
+    try {
+      const c = await api('POST', '/v1/tenants', { name: nameInput.value.trim() });
+      clear(secretBox, secretPanel(c));
+      form.reset();
+      toast(`Tenant ${c.tenant} created.`);
+      await load();
+    } catch (e) { toast(errorText(e)); }
+  });
+  async function load() {
+    const list = (await api('GET', '/v1/tenants')).tenants || [];
+    const usage = await Promise.all(list.map(t => api('GET', `/v1/tenants/${encodeURIComponent(t.name)}/usage`).catch(() => null)));
+    clear(listBox, table(['Tenant', 'Created', { label: 'Objects', num: true }, { label: 'Logical', num: true }, { label: 'Stored', num: true }, { label: 'Saved', num: true }, 'Actions'],
+      list.map((t, i) => h('tr', { 'data-tenant': t.name },
+        h('td', {}, h('a', { href: '#/tenants/' + encodeURIComponent(t.name) }, t.name)), h('td', {}, fmtTime(t.created)), ...usageCells(usage[i]),
+        h('td', {}, h('div', { class: 'actions' },
+          h('a', { href: '#/tenants/' + encodeURIComponent(t.name) }, 'Keys and plots'),
+          confirmButton('Delete', async () => { await api('DELETE', `/v1/tenants/${encodeURIComponent(t.name)}`); toast(`Tenant ${t.name} deleted.`); await load(); }))))),
+    { label: 'Tenants', empty: 'No tenant yet.' }));
+  }
+  await load();
+  return null;
+}
+
+async function tenantDetail(root, name, session) {
+  const enc = encodeURIComponent(name);
+  root.append(title(session.role === 'admin' ? `Tenant ${name}` : `Your tenant: ${name}`));
+  if (session.role === 'admin') root.append(h('p', {}, h('a', { href: '#/tenants' }, '← All tenants')));
+  const [u, buckets] = await Promise.all([
+    api('GET', `/v1/tenants/${enc}/usage`).catch(() => null),
+    api('GET', `/v1/tenants/${enc}/buckets`).then(d => d.buckets || [], () => []),
+  ]);
+  const plots = h('div');
+  root.append(h('h2', {}, 'Live throughput (last 5 minutes)'), plots);
+  const stop = tenantPlots(plots, name);
+  const keysBox = h('div'), secretBox = h('div');
+  root.append(h('div', { class: 'grid' }, usageCard(u),
+    card('Buckets', table(['Bucket', 'Created'], buckets.map(b => h('tr', {}, h('td', {}, b.name), h('td', {}, fmtTime(b.created)))), { label: 'Buckets', empty: 'No bucket yet.' }))),
+  card('Access keys', secretBox, keysBox,
+    h('button', { type: 'button', id: 'key-create', onclick: async () => {
+      try { clear(secretBox, secretPanel(await api('POST', `/v1/tenants/${enc}/keys`))); await loadKeys(); } catch (e) { toast(errorText(e)); }
+    } }, 'Create an access key')));
+  async function loadKeys() {
+    const keys = (await api('GET', `/v1/tenants/${enc}/keys`)).keys || [];
+    clear(keysBox, table(['Access key', 'Created', 'Actions'], keys.map(k => h('tr', {},
+      h('td', {}, h('code', {}, k.access_key)), h('td', {}, fmtTime(k.created)),
+      h('td', {}, confirmButton('Revoke', async () => { await api('DELETE', `/v1/tenants/${enc}/keys/${encodeURIComponent(k.access_key)}`); toast('Key revoked.'); await loadKeys(); })))),
+    { label: 'Access keys', empty: 'No access key.' }),
+    h('p', { class: 'muted small' }, 'Secret keys are shown once, when a key is created.'));
+  }
+  await loadKeys().catch(e => clear(keysBox, failure('Access keys', e)));
+  return stop;
+}
+
+// ---- Filters --------------------------------------------------------------
+
+async function filters(root) {
+  root.append(title('Filters'));
+  const caps = await capabilities();
+  const listBox = h('div');
+  root.append(card('Registry', listBox));
+  async function load() {
+    try {
+      const fs = (await api('GET', '/v1/filters')).filters || [];
+      clear(listBox, table(['Name', 'Kind', { label: 'Version', num: true }, 'Methods', 'Stages', 'Reversible', 'Owner', 'Parameters', ''],
+        fs.map(f => h('tr', { 'data-filter': f.name },
+          h('td', {}, h('strong', {}, f.name), f.doc ? h('div', { class: 'muted small' }, f.doc) : null), h('td', {}, f.kind), h('td', { class: 'num' }, String(f.version)),
+          h('td', {}, (f.methods || []).join(', ')), h('td', {}, (f.stages || []).join(', ')), h('td', {}, f.reversible ? 'yes' : 'no'),
+          h('td', {}, f.owner || (f.kind === 'wasm' ? 'admin' : 'built in')),
+          h('td', {}, (f.params || []).map(p => h('div', {}, h('code', {}, p.name), ` ${p.type}${p.default ? ' = ' + p.default : ''}${p.enum ? ' (' + p.enum.join('|') + ')' : ''}`))),
+          h('td', {}, f.kind === 'wasm' && has(caps, '/filters/{filter}', 'delete')
+            ? confirmButton('Delete', async () => { await api('DELETE', '/v1/filters/' + encodeURIComponent(f.name)); toast(`Filter ${f.name} deleted.`); await load(); }) : null))),
+      { label: 'Filters' }));
+    } catch (e) { clear(listBox, failure('Filter registry', e)); }
+  }
+  await load();
+  if (!has(caps, '/filters', 'post') && !has(caps, '/filters/{filter}', 'put')) {
+    root.append(card('Upload a WebAssembly filter', notAvailable('WASM filter upload', 'This server cannot register filters at run time yet.')));
+    return null;
+  }
+  root.append(card('Upload a WebAssembly filter', uploadForm(caps, load)));
+  return null;
+}
+
+// uploadForm builds the WASM upload: the module and its dependencies as
+// multipart/form-data, with the registry fields.
+function uploadForm(caps, reload) {
+  const f = h('form', { id: 'filter-upload', class: 'inline' },
+    h('label', {}, 'Name', h('input', { type: 'text', name: 'name', required: true, spellcheck: 'false' })),
+    h('label', {}, 'Module (.wasm)', h('input', { type: 'file', name: 'module', accept: '.wasm,application/wasm', required: true })),
+    h('label', {}, 'Methods', h('input', { type: 'text', name: 'methods', value: 'GET,PUT' })),
+    h('label', {}, 'Stages', h('input', { type: 'text', name: 'stages', value: 'gateway' })),
+    h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'reversible' }), 'Reversible'),
+    h('label', {}, 'Parameters (name:type:default, …)', h('input', { type: 'text', name: 'params' })),
+    h('label', {}, 'Dependencies (read-only files)', h('input', { type: 'file', name: 'dependencies', multiple: true })),
+    h('button', { type: 'submit' }, 'Upload'));
+  f.addEventListener('submit', async ev => {
+    ev.preventDefault();
+    const fd = new FormData();
+    const spec = {
+      name: f.name.value.trim(), kind: 'wasm',
+      methods: f.methods.value.split(',').map(s => s.trim()).filter(Boolean),
+      stages: f.stages.value.split(',').map(s => s.trim()).filter(Boolean),
+      reversible: f.reversible.checked,
+      params: f.params.value.split(',').map(s => s.trim()).filter(Boolean).map(p => { const [name, type, def] = p.split(':'); return { name, type: type || 'string', default: def || '' }; }),
+    };
+    fd.append('spec', new Blob([JSON.stringify(spec)], { type: 'application/json' }));
+    fd.append('module', f.module.files[0]);
+    for (const d of f.dependencies.files) fd.append('dependency', d, d.name);
+    try {
+      await api('POST', '/v1/filters', fd);
+      toast(`Filter ${spec.name} uploaded.`);
+      f.reset();
+      await reload();
+    } catch (e) { toast(errorText(e)); }
+  });
+  return f;
+}
+
+// ---- SLOs -----------------------------------------------------------------
+
+async function slos(root, { session }) {
+  root.append(title('SLOs'));
+  const caps = session.role === 'admin' ? await capabilities() : {};
+  const tenantsList = session.role === 'admin' ? ((await api('GET', '/v1/tenants').catch(() => ({ tenants: [] }))).tenants || []).map(t => t.name) : [session.tenant];
+  let sloList = null, sloErr = null;
+  const loadSLOs = async () => {
+    try {
+      const d = session.role === 'admin' ? await api('GET', '/v1/slos') : { slos: [await api('GET', '/v1/slos/' + encodeURIComponent(session.tenant))] };
+      sloList = d.slos || [];
+      sloErr = null;
+    } catch (e) { sloList = null; sloErr = e; }
+  };
+  await loadSLOs();
+  const listBox = h('div');
+  root.append(card('Objectives', listBox));
+  const renderList = () => {
+    if (!sloList) { clear(listBox, failure('SLOs', sloErr)); return; }
+    clear(listBox, table(['Tenant', 'Reservation', 'Limit', 'Weight', 'Detail'], sloList.map(s => h('tr', {},
+      h('td', {}, s.tenant), h('td', {}, sloField(s, 'reservation')), h('td', {}, sloField(s, 'limit')), h('td', {}, sloField(s, 'weight')),
+      h('td', {}, h('code', { class: 'small' }, JSON.stringify(s.spec || s.params || {}))))), { label: 'SLOs', empty: 'No SLO set.' }));
+  };
+  renderList();
+  if (session.role === 'admin') {
+    const f = h('form', { class: 'inline', id: 'slo-form' },
+      h('label', {}, 'Tenant', h('select', { name: 'tenant', required: true }, tenantsList.map(t => h('option', { value: t }, t)))),
+      h('label', {}, 'Reservation (MB/s)', h('input', { type: 'number', name: 'reservation', min: 0, step: 'any' })),
+      h('label', {}, 'Limit (MB/s)', h('input', { type: 'number', name: 'limit', min: 0, step: 'any' })),
+      h('label', {}, 'Weight', h('input', { type: 'number', name: 'weight', min: 0.001, step: 'any' })),
+      h('button', { type: 'submit' }, 'Set SLO'));
+    const note = h('p', { class: 'muted small' }, 'Written as a policy: FOR TENANT t DO SET bandwidth WITH reservation=…, limit=…, weight=….');
+    f.addEventListener('submit', async ev => {
+      ev.preventDefault();
+      const parts = [];
+      if (f.reservation.value) parts.push(`reservation=${f.reservation.value}MB/s`);
+      if (f.limit.value) parts.push(`limit=${f.limit.value}MB/s`);
+      if (f.weight.value) parts.push(`weight=${f.weight.value}`);
+      if (!parts.length) { toast('Give a reservation, a limit or a weight.'); return; }
+      try {
+        await api('POST', '/v1/policies', `FOR TENANT ${f.tenant.value} DO SET bandwidth WITH ${parts.join(', ')}`);
+        toast('SLO set.');
+        await loadSLOs(); renderList();
+      } catch (e) { toast(errorText(e)); }
+    });
+    root.append(card('Set reservation, limit and weight', f, note));
+  }
+  // Live: served MB/s against reservation and fair share, per tenant.
+  const plots = h('div', { class: 'grid' });
+  root.append(h('h2', {}, 'Served bandwidth against the objective'), plots);
+  let shares = {};
+  const stopShares = has(caps, '/bw') ? every(2000, async () => { shares = fairShares(await api('GET', '/v1/bw').catch(() => null)); }) : () => {};
+  const stopLive = live.subscribe(st => {
+    const now = live.now(), show = session.role === 'admin' ? [...new Set([...tenantsList.filter(t => live.tenantsSeen().includes(t)), ...(sloList || []).map(s => s.tenant)])] : [session.tenant];
+    clear(plots, show.length ? show.map(t => {
+      const s = (sloList || []).find(x => x.tenant === t);
+      const refs = [];
+      const res = s && sloMBs(s, 'reservation');
+      if (res) refs.push({ name: 'reservation', value: res, color: '#137333' });
+      if (shares[t] !== undefined) refs.push({ name: 'fair share', value: shares[t] / MB, color: '#7e22ce' });
+      const served = live.seriesOf(t, live.GET_BW, MB).map(([tt, v], i) => [tt, v + live.seriesOf(t, live.PUT_BW, MB)[i][1]]);
+      return card(null, timePlot({ width: Math.min(widthOf(plots), 640), id: 'slo-' + t, title: `${t}: served`, unit: 'MB/s', windowMs: st.historyMs, now, refs, markers: live.markersFor(t),
+        series: [{ name: 'served', color: colorOf(t), points: served }] }));
+    }) : h('p', { class: 'muted' }, 'No tenant has traffic or an SLO yet.'));
+  });
+  return () => { stopShares(); stopLive(); };
+}
+
+function sloField(s, k) {
+  const src = s.spec || s.params || s;
+  const v = src[k] ?? (src.bandwidth && src.bandwidth[k]);
+  return v === undefined ? '–' : String(v);
+}
+
+// sloMBs reads a rate field ("30MB/s", or bytes per second) in MB/s.
+function sloMBs(s, k) {
+  const v = (s.spec || s.params || s)[k];
+  if (v === undefined || v === null) return 0;
+  if (typeof v === 'number') return v / MB;
+  const m = /^([\d.]+)\s*([KMG]i?B)?/.exec(String(v));
+  if (!m) return 0;
+  const unit = { KB: 1e3, MB: 1e6, GB: 1e9, KiB: 1024, MiB: 1048576, GiB: 1073741824 }[m[2] || 'MB'] || 1e6;
+  return Number(m[1]) * unit / MB;
+}
+
+// fairShares reads per tenant the assigned rate out of the /bw view, in
+// bytes per second, whatever the exact shape: lists of objects with a
+// tenant and an assigned/share field.
+function fairShares(bw) {
+  const out = {};
+  const visit = v => {
+    if (Array.isArray(v)) { v.forEach(visit); return; }
+    if (!v || typeof v !== 'object') return;
+    const t = v.tenant, a = v.fair_share ?? v.assigned ?? v.assigned_bps ?? v.share;
+    if (typeof t === 'string' && typeof a === 'number') out[t] = (out[t] || 0) + a;
+    for (const x of Object.values(v)) if (x && typeof x === 'object') visit(x);
+  };
+  visit(bw);
+  return out;
+}
+
+// ---- Controllers ----------------------------------------------------------
+
+async function controllers(root) {
+  root.append(title('Controllers'));
+  const box = h('div', { 'aria-live': 'polite' });
+  root.append(card('Supervised controllers', box, h('p', { class: 'muted small' }, 'Refreshed every 2 seconds.')));
+  return every(2000, async () => {
+    try {
+      const cs = (await api('GET', '/v1/controllers')).controllers || [];
+      clear(box, table(['Controller', 'Kind', 'Policy', 'State', 'Active', { label: 'Restarts', num: true }, 'Last evaluation', 'Values', 'Reason / last failure'],
+        cs.map(c => h('tr', { 'data-controller': c.id },
+          h('td', {}, h('code', {}, c.id)), h('td', {}, c.kind), h('td', {}, c.policy || '–'),
+          h('td', {}, h('span', { class: 'badge ' + c.state }, c.state)), h('td', {}, c.active ? 'yes' : 'no'),
+          h('td', { class: 'num' }, String(c.restarts)), h('td', {}, fmtTime(c.last_evaluation)),
+          h('td', {}, (c.values || []).map(v => h('div', { class: 'small' }, `${v.metric}=${fmtNum(v.value, 2)} on ${v.target}`))),
+          h('td', { class: 'small' }, c.reason || '', c.last_failure ? h('div', { class: 'error' }, c.last_failure) : null))),
+      { label: 'Controllers', empty: 'No controller runs.' }));
+    } catch (e) { clear(box, failure('Controllers', e)); }
+  });
+}
+
+// ---- Nodes and devices ----------------------------------------------------
+
+async function nodes(root) {
+  root.append(title('Nodes and devices'));
+  const caps = await capabilities();
+  const devBox = h('div'), bwBox = h('div'), liveBox = h('div');
+  root.append(card('Bandwidth asked and served, active streams', bwBox), card('Devices', devBox), card('Workload per node (live)', liveBox));
+  const stopBw = has(caps, '/bw') ? every(2000, async () => {
+    try { clear(bwBox, genericTables(await api('GET', '/v1/bw'))); } catch (e) { clear(bwBox, failure('Bandwidth view', e)); }
+  }) : (clear(bwBox, notAvailable('Bandwidth view (/v1/bw)', 'The QoS controller that reports asked and served bandwidth per node and device is not in this build.')), () => {});
+  if (has(caps, '/nodes')) {
+    try {
+      const ns = (await api('GET', '/v1/nodes')).nodes || [];
+      clear(devBox, ns.map(n => h('div', {}, h('h3', {}, n.name, ' ', h('span', { class: 'muted small' }, n.backend)),
+        n.note ? h('p', { class: 'muted' }, n.note) : null,
+        n.io ? h('p', { class: 'small' }, h('code', {}, JSON.stringify(n.io))) : null,
+        genericTable(n.devices || [], 'Devices'))));
+    } catch (e) { clear(devBox, failure('Nodes', e)); }
+  } else clear(devBox, notAvailable('Node and device list (/v1/nodes)'));
+  const stopLive = live.subscribe(st => {
+    const seen = live.nodesSeen(), now = live.now();
+    clear(liveBox, table(['Node', 'State', { label: 'GET MB/s', num: true }, { label: 'PUT MB/s', num: true }, { label: 'GET ops/s', num: true }, { label: 'PUT ops/s', num: true }],
+      [...seen.entries()].sort().map(([n, s]) => h('tr', {}, h('td', {}, n),
+        h('td', {}, h('span', { class: 'badge ' + (s.t >= now - 5 * st.periodMs ? 'reporting' : 'silent') }, s.t >= now - 5 * st.periodMs ? 'reporting' : 'silent')),
+        h('td', { class: 'num' }, fmtNum(s.v[0] / MB, 2)), h('td', { class: 'num' }, fmtNum(s.v[1] / MB, 2)),
+        h('td', { class: 'num' }, fmtNum(s.v[2])), h('td', { class: 'num' }, fmtNum(s.v[3])))), { label: 'Nodes', empty: 'No node has reported in the last 5 minutes.' }));
+  });
+  return () => { stopBw(); stopLive(); };
+}
+
+// genericTables renders every list of objects in an API answer as a table:
+// for views whose exact fields this page does not need to know.
+function genericTables(d) {
+  if (Array.isArray(d)) return genericTable(d);
+  const out = [];
+  for (const [k, v] of Object.entries(d || {})) {
+    if (Array.isArray(v)) out.push(h('h3', {}, k), genericTable(v, k));
+    else if (v && typeof v === 'object') out.push(h('h3', {}, k), genericTables(v));
+    else out.push(h('p', {}, h('strong', {}, k + ': '), String(v)));
+  }
+  return out.length ? out : h('p', { class: 'muted' }, 'Empty.');
+}
+
+function genericTable(items, label) {
+  const cols = [];
+  for (const it of items) for (const k of Object.keys(it || {})) if (!cols.includes(k)) cols.push(k);
+  const cell = v => (v === null || v === undefined) ? '–' : (typeof v === 'object' ? JSON.stringify(v) : String(v));
+  return table(cols, items.map(it => h('tr', {}, cols.map(c => h('td', { class: typeof it[c] === 'number' ? 'num' : null }, cell(it[c]))))), { label });
+}
+
+// ---- Volumes and pools ----------------------------------------------------
+
+async function volumes(root) {
+  root.append(title('Volumes and pools'));
+  const caps = await capabilities();
+  const poolBox = h('div'), volBox = h('div');
+  root.append(card('Pools: reservations against capacity', poolBox), card('Volumes: placement and throttles', volBox));
+  const load = async () => {
+    if (has(caps, '/pools')) {
+      try { clear(poolBox, poolsView(await api('GET', '/v1/pools'))); } catch (e) { clear(poolBox, failure('Pools', e)); }
+    } else clear(poolBox, notAvailable('Pools (/v1/pools)', 'Block storage is not in this build.'));
+    if (has(caps, '/volumes')) {
+      try { clear(volBox, genericTables(await api('GET', '/v1/volumes'))); } catch (e) { clear(volBox, failure('Volumes', e)); }
+    } else clear(volBox, notAvailable('Volumes (/v1/volumes)', 'Block storage is not in this build.'));
+  };
+  return every(5000, load);
+}
+
+function poolsView(d) {
+  const ps = d.pools || (Array.isArray(d) ? d : []);
+  if (!ps.length) return genericTables(d);
+  const pct = (used, cap) => cap > 0 ? `${(100 * used / cap).toFixed(0)} %` : '–';
+  const g = (p, ...ks) => { for (const k of ks) { const v = k.split('.').reduce((o, x) => (o == null ? undefined : o[x]), p); if (v !== undefined) return v; } return undefined; };
+  return [table(['Pool', 'Usage type', 'Capacity', 'Reserved', 'MB/s reserved', 'IOPS reserved', 'Volumes'],
+    ps.map(p => {
+      const cap = g(p, 'capacity', 'capacity_bytes'), rc = g(p, 'reserved.capacity', 'reserved_capacity', 'reserved_bytes');
+      const mbs = g(p, 'mbps', 'seq_mbps', 'bandwidth'), rmbs = g(p, 'reserved.mbps', 'reserved_mbps');
+      const iops = g(p, 'iops', 'random_iops'), riops = g(p, 'reserved.iops', 'reserved_iops');
+      return h('tr', {}, h('td', {}, p.name), h('td', {}, String(g(p, 'usage', 'usage_type', 'class') ?? '–')),
+        h('td', {}, cap !== undefined ? fmtBytes(cap) : '–'), h('td', {}, rc !== undefined ? `${fmtBytes(rc)} (${pct(rc, cap)})` : '–'),
+        h('td', {}, rmbs !== undefined ? `${rmbs} of ${mbs ?? '?'} (${pct(rmbs, mbs)})` : '–'),
+        h('td', {}, riops !== undefined ? `${riops} of ${iops ?? '?'} (${pct(riops, iops)})` : '–'),
+        h('td', {}, String(g(p, 'volumes.length', 'volume_count') ?? '–')));
+    }), { label: 'Pools' }), h('details', {}, h('summary', {}, 'Raw view'), genericTables(d))];
+}
+
+export const pages = {
+  overview: { title: 'Overview', render: overview },
+  tenants: { title: 'Tenants', render: tenants },
+  policies: { title: 'Policies', render: policiesPage },
+  filters: { title: 'Filters', render: filters, adminOnly: true },
+  slos: { title: 'SLOs', render: slos },
+  controllers: { title: 'Controllers', render: controllers, adminOnly: true },
+  nodes: { title: 'Nodes and devices', render: nodes, adminOnly: true },
+  volumes: { title: 'Volumes and pools', render: volumes, adminOnly: true },
+};
