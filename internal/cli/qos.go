@@ -38,6 +38,8 @@ func qosFlags(f *pflag.FlagSet, o *server.QoSOptions, gateway bool) {
 		f.Var(rateFlag{&o.Capacity}, "qos-capacity", "this node's bandwidth capacity for the global bandwidth controller (80MB/s); empty lets the controller estimate it")
 		f.BoolVar(&o.Off, "qos-off", false, "do not enforce QoS: no admission, no shaping (benchmarks compare)")
 		f.DurationVar(&o.OpsQueue, "qos-ops-queue", 250*time.Millisecond, "how long an operation over its tenant's ops rate queues before 503 SlowDown")
+		f.DurationVar(&o.MultipartExpiry, "multipart-expiry", 7*24*time.Hour, "abort multipart uploads unfinished for this long, as the tenant's background QoS class (0: never)")
+		f.DurationVar(&o.MultipartSweep, "multipart-sweep", time.Hour, "how often the multipart cleanup looks for expired uploads")
 	} else {
 		f.Var(rateFlag{&o.Capacity}, "qos-capacity", "bandwidth capacity of nodes that report none (80MB/s); empty estimates it from saturation")
 	}

@@ -161,6 +161,9 @@ func NewFleet(expire time.Duration) *Fleet {
 // Subscribe feeds the view from b until the returned subscriptions are
 // ended.
 func (f *Fleet) Subscribe(b bus.Bus, log *slog.Logger) (stop func(), err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	s1, err := b.Subscribe(reportPattern, func(_ string, data []byte) {
 		var rep NodeReport
 		if err := json.Unmarshal(data, &rep); err != nil || rep.V != ReportVersion {

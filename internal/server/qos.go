@@ -23,6 +23,7 @@ import (
 	"github.com/facet-sds/facet/internal/policy"
 	"github.com/facet-sds/facet/internal/qos"
 	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/storage"
 )
 
 // QoSOptions configure bandwidth and IOPS QoS on a gateway and the global
@@ -41,6 +42,11 @@ type QoSOptions struct {
 	// OpsQueue is how long an operation over its ops rate may queue
 	// before SlowDown; 0 means 250 ms.
 	OpsQueue time.Duration
+	// MultipartExpiry is the age past which unfinished multipart uploads
+	// are aborted by the background cleanup (in the tenants' background
+	// flows); 0 turns the cleanup off. MultipartSweep is how often it
+	// looks (0: hourly).
+	MultipartExpiry, MultipartSweep time.Duration
 }
 
 func (o QoSOptions) period() time.Duration {
@@ -166,6 +172,19 @@ func startQoS(ctx context.Context, opts QoSOptions, node string, store sloStore,
 	}()
 	logger.Info("qos", "node", node, "enforce", !opts.Off, "capacity", opts.Capacity, "period", opts.period().String())
 	return q, nil
+}
+
+// cleanup runs the multipart cleanup until ctx ends, when it is on.
+func (q *qosRuntime) cleanup(ctx context.Context, backend storage.Backend, owners bucketLister, logger *slog.Logger) {
+	if q.opts.MultipartExpiry <= 0 {
+		return
+	}
+	every := q.opts.MultipartSweep
+	if every <= 0 {
+		every = time.Hour
+	}
+	c := &multipartCleanup{backend: backend, owners: owners, limiter: q.limiter, expiry: q.opts.MultipartExpiry, now: time.Now, log: logger}
+	c.run(ctx, every)
 }
 
 // s3 is the S3 front end's view of the limiter.

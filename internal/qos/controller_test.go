@@ -1,0 +1,145 @@
+package qos
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/facet-sds/facet/internal/bus"
+	"github.com/facet-sds/facet/internal/controller"
+)
+
+func report(node string, capacity float64, flows ...FlowStatus) NodeReport {
+	return NodeReport{V: ReportVersion, Node: node, Stage: StageGateway, Capacity: capacity, Time: time.Now(), PeriodMS: 500, Flows: flows}
+}
+
+// The controller reads demand from reports (throttled flows want more,
+// others a quarter more than they moved), allocates, and republishes only
+// changes above its threshold.
+func TestBandwidthController(t *testing.T) {
+	f := NewFleet(time.Minute)
+	f.Add(report("a", 80e6,
+		FlowStatus{Tenant: "t1", Class: ClassGet, Streams: 2, Served: 40e6, Waited: 0.9},
+		FlowStatus{Tenant: "t2", Class: ClassGet, Streams: 2, Served: 30e6, Waited: 0.9},
+		FlowStatus{Tenant: "t3", Class: ClassGet, Streams: 1, Served: 4e6, Waited: 0}, // not throttled: wants 5
+	))
+	b := NewBandwidth(BandwidthConfig{SLOs: func(context.Context) (SLOSource, error) {
+		return SLOMap{"t1": {Get: 30e6}, "t2": {Get: 20e6}}, nil
+	}})
+	snap, _ := f.Snapshot(context.Background())
+	as, err := b.Reconcile(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, a := range as {
+		got[a.Target] = a.Value
+		if a.Node != "a" || a.Key != "get_bw" {
+			t.Fatalf("assignment %+v", a)
+		}
+	}
+	// Reserve 30 and 20, t3 takes its 5; the 25 left split equally among
+	// t1 and t2 (t3 is satisfied), then nothing is left over.
+	want := map[string]float64{"tenant:t1": 42.5e6, "tenant:t2": 32.5e6, "tenant:t3": 5e6}
+	for k, w := range want {
+		if math.Abs(got[k]-w) > 1 {
+			t.Errorf("%s = %v, want %v", k, got[k], w)
+		}
+	}
+	// A change under 5% keeps the published rate.
+	f.Add(report("a", 80e6,
+		FlowStatus{Tenant: "t1", Class: ClassGet, Streams: 2, Served: 40e6, Waited: 0.9},
+		FlowStatus{Tenant: "t2", Class: ClassGet, Streams: 2, Served: 30e6, Waited: 0.9},
+		FlowStatus{Tenant: "t3", Class: ClassGet, Streams: 1, Served: 4.1e6, Waited: 0},
+	))
+	snap, _ = f.Snapshot(context.Background())
+	as2, _ := b.Reconcile(context.Background(), snap)
+	for _, a := range as2 {
+		if a.Value != got[a.Target] {
+			t.Errorf("%s moved from %v to %v under the threshold", a.Target, got[a.Target], a.Value)
+		}
+	}
+}
+
+func TestProblemCapacity(t *testing.T) {
+	f := NewFleet(time.Minute)
+	f.Add(report("configured", 80e6, FlowStatus{Tenant: "t1", Class: ClassPut, Streams: 1, Served: 10e6}))
+	f.Add(report("estimated", 0, FlowStatus{Tenant: "t1", Class: ClassPut, Streams: 1, Served: 10e6}))
+	snap, _ := f.Snapshot(context.Background())
+	p := ProblemFromSnapshot(snap, BandwidthConfig{})
+	if p.Capacity["configured"] != 80e6 || math.Abs(p.Capacity["estimated"]-11e6) > 1 {
+		t.Fatalf("capacities %v", p.Capacity)
+	}
+	p = ProblemFromSnapshot(snap, BandwidthConfig{Capacity: 50e6})
+	if p.Capacity["estimated"] != 50e6 {
+		t.Fatalf("default capacity not used: %v", p.Capacity)
+	}
+}
+
+// Gateways' agents report on the bus; a controller runner on the fleet
+// view publishes assignments; the agents apply them.
+func TestAgentsAndControllerOverTheBus(t *testing.T) {
+	srv, err := bus.StartServer(bus.ServerOptions{Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	conn := func(name string) *bus.NATS {
+		c, err := srv.Connect(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ls []*Limiter
+	for _, n := range []string{"a", "b"} {
+		l := NewLimiter(LimiterConfig{Node: n, Capacity: 10e6})
+		ls = append(ls, l)
+		go func() { _ = NewAgent(l, conn(n), 50*time.Millisecond, nil, nil).Run(ctx) }()
+		st, _ := l.Admit(ctx, "t1", ClassGet)
+		defer st.Done()
+	}
+	fleet := NewFleet(time.Second)
+	cb := conn("controller")
+	stop, err := fleet.Subscribe(cb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	r, err := controller.NewGlobalRunner(NewBandwidth(BandwidthConfig{}), controller.GlobalConfig{Source: fleet, Publisher: cb, Period: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = r.Serve(ctx) }()
+	for _, l := range ls {
+		for {
+			rep := l.Report()
+			if len(rep.Flows) == 1 && rep.Flows[0].Source == SourceAssigned {
+				if rep.Flows[0].Rate != 10e6 {
+					t.Fatalf("node %s: t1 assigned %v, want the node's 10 MB/s", l.Node(), rep.Flows[0].Rate)
+				}
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	if len(fleet.Nodes()) != 2 || fleet.Assignments() == nil {
+		t.Fatalf("fleet view: %d nodes, assignments %v", len(fleet.Nodes()), fleet.Assignments())
+	}
+	data, _ := json.Marshal(fleet.Assignments())
+	if _, _, rates, err := DecodeAssignments(data, "a"); err != nil || rates["t1"][ClassGet] != 10e6 {
+		t.Fatalf("decode: %v %v", rates, err)
+	}
+	if _, _, _, err := DecodeAssignments([]byte(`{"v":2}`), "a"); err == nil {
+		t.Fatal("version 2 accepted")
+	}
+}

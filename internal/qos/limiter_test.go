@@ -1,0 +1,177 @@
+package qos
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAdmitSlowDownWithRetryAfter(t *testing.T) {
+	c := newFakeClock()
+	l := NewLimiter(LimiterConfig{Node: "n1", SLOs: SLOMap{"t1": {Ops: 2}}, OpsQueue: 100 * time.Millisecond, Now: c.Now})
+	st, err := l.Admit(context.Background(), "t1", ClassPut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Done()
+	// The bucket (2/s, burst 1) is empty: the next token is 500 ms away,
+	// more than the 100 ms queue.
+	_, err = l.Admit(context.Background(), "t1", ClassPut)
+	var sd *SlowDownError
+	if !errors.As(err, &sd) || sd.RetryAfter() != 500*time.Millisecond || sd.Flow.Tenant != "t1" || sd.Flow.Class != ClassPut {
+		t.Fatalf("err = %v, want SlowDown after 500ms", err)
+	}
+	// Other tenants and classes have their own buckets.
+	if _, err := l.Admit(context.Background(), "t2", ClassPut); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Admit(context.Background(), "t1", ClassGet); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(400 * time.Millisecond) // 100 ms short: within the queue
+	st, err = l.Admit(context.Background(), "t1", ClassPut)
+	if err != nil {
+		t.Fatalf("queued op refused: %v", err)
+	}
+	st.Done()
+	rep := l.Report()
+	for _, f := range rep.Flows {
+		if f.Tenant == "t1" && f.Class == ClassPut && (f.Rejected == 0 || f.OpsRate != 2) {
+			t.Fatalf("flow report %+v: want a rejection at ops 2/s", f)
+		}
+	}
+}
+
+func TestStreamsShapeBothDirections(t *testing.T) {
+	l := NewLimiter(LimiterConfig{Node: "n1", SLOs: SLOMap{"t1": {Limit: 4e6}}, Chunk: 16 << 10})
+	st, err := l.Admit(context.Background(), "t1", ClassGet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := bytes.Repeat([]byte("x"), 1<<20)
+	start := time.Now()
+	var out bytes.Buffer
+	if _, err := io.Copy(st.Writer(&out), st.Reader(bytes.NewReader(payload))); err != nil {
+		t.Fatal(err)
+	}
+	st.Done()
+	if !bytes.Equal(out.Bytes(), payload) {
+		t.Fatal("shaping changed the bytes")
+	}
+	// 2 MiB paid (read, then written) at 4 MB/s, less one burst: a lower
+	// bound, which a slow machine only makes longer.
+	if el, min := time.Since(start), time.Duration(float64(2<<20-16<<10)/4e6*float64(time.Second)); el < min {
+		t.Fatalf("2 MiB through a 4 MB/s flow in %v, under %v", el, min)
+	}
+	rep := l.Report()
+	if len(rep.Flows) != 1 || rep.Flows[0].Rate != 4e6 || rep.Flows[0].Source != SourceStatic || rep.Flows[0].Waited <= 0 {
+		t.Fatalf("report %+v", rep.Flows)
+	}
+	// An idle period drops the flow.
+	if rep := l.Report(); len(rep.Flows) != 0 {
+		t.Fatalf("idle flow still reported: %+v", rep.Flows)
+	}
+}
+
+func TestAssignmentsThenStaleThenStatic(t *testing.T) {
+	c := newFakeClock()
+	var throttled time.Duration
+	l := NewLimiter(LimiterConfig{Node: "n1", SLOs: SLOMap{"t1": {Limit: 50e6}}, Stale: 5 * time.Second, Now: c.Now,
+		Throttled: func(string, time.Duration) { throttled++ }})
+	st, _ := l.Admit(context.Background(), "t1", ClassGet)
+	defer st.Done()
+	rate := func() (float64, string) {
+		for _, f := range l.Report().Flows {
+			if f.Tenant == "t1" && f.Class == ClassGet {
+				return f.Rate, f.Source
+			}
+		}
+		return -1, ""
+	}
+	if r, s := rate(); r != 50e6 || s != SourceStatic {
+		t.Fatalf("before any assignment: %v %s, want the SLO limit", r, s)
+	}
+	l.Apply("c1", 1, Rates{"t1": {ClassGet: 10e6}})
+	if r, s := rate(); r != 10e6 || s != SourceAssigned {
+		t.Fatalf("assigned: %v %s", r, s)
+	}
+	l.Apply("c1", 0, Rates{"t1": {ClassGet: 1}}) // late message of the same run
+	c.Advance(4 * time.Second)
+	if r, _ := rate(); r != 10e6 {
+		t.Fatalf("kept assignment: %v", r)
+	}
+	c.Advance(2 * time.Second)
+	if r, s := rate(); r != 50e6 || s != SourceStatic {
+		t.Fatalf("stale assignment: %v %s, want static", r, s)
+	}
+	l.Apply("c2", 1, Rates{}) // a new controller instance, nothing for t1
+	if r, s := rate(); r != 50e6 || s != SourceStatic {
+		t.Fatalf("unassigned flow: %v %s", r, s)
+	}
+}
+
+func TestDisabledPassesThrough(t *testing.T) {
+	l := NewLimiter(LimiterConfig{Disabled: true, SLOs: SLOMap{"t1": {Ops: 1, Limit: 1}}})
+	for range 10 {
+		st, err := l.Admit(context.Background(), "t1", ClassPut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := strings.NewReader("abc")
+		if st.Reader(r) != io.Reader(r) {
+			t.Fatal("disabled limiter wrapped the reader")
+		}
+		st.Done()
+	}
+	if rep := l.Report(); len(rep.Flows) != 0 {
+		t.Fatal("disabled limiter reported flows")
+	}
+}
+
+func TestSLOClasses(t *testing.T) {
+	s := SLO{Get: 30, Reservation: 10, Limit: 20, Background: 5}
+	if s.ReservationOf(ClassGet) != 20 || s.ReservationOf(ClassPut) != 10 || s.ReservationOf(ClassBackground) != 0 {
+		t.Fatalf("reservations: %v %v %v", s.ReservationOf(ClassGet), s.ReservationOf(ClassPut), s.ReservationOf(ClassBackground))
+	}
+	if s.LimitOf(ClassBackground) != 5 || s.LimitOf(ClassPut) != 20 || !math.IsInf(SLO{}.LimitOf(ClassGet), 1) || (SLO{}).WeightOf() != 1 {
+		t.Fatal("limits or weight")
+	}
+	if _, err := SLOFromParams(map[string]string{"get": "x"}); err == nil {
+		t.Fatal("bad parameter accepted")
+	}
+	if _, err := DecodeSLO([]byte(`{"get":1,"bogus":2}`)); err == nil {
+		t.Fatal("unknown field accepted")
+	}
+	if _, err := DecodeSLO([]byte(`{"get":-1}`)); err == nil {
+		t.Fatal("negative accepted")
+	}
+	for _, m := range []string{"GET", "HEAD", "PUT", "POST", "DELETE"} {
+		if c := ClassOf(m); c == "" {
+			t.Fatal(m)
+		}
+	}
+	if ClassOf("PUT") != ClassPut || ClassOf("DELETE") != ClassDelete || ClassOf("HEAD") != ClassGet {
+		t.Fatal("ClassOf")
+	}
+}
+
+func FuzzDecodeSLO(f *testing.F) {
+	f.Add([]byte(`{"get":30000000,"weight":2}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := DecodeSLO(data)
+		if err != nil {
+			return
+		}
+		for _, c := range Classes {
+			if r := s.ReservationOf(c); r < 0 || math.IsNaN(r) || r > s.LimitOf(c) {
+				t.Fatalf("%+v: class %s reservation %v over limit %v", s, c, r, s.LimitOf(c))
+			}
+		}
+	})
+}

@@ -1,0 +1,112 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/qos"
+	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/storage"
+	"github.com/facet-sds/facet/internal/storage/fs"
+)
+
+func TestParseSLOSpec(t *testing.T) {
+	got, err := ParseSLOSpec(admin.SLOSpec{"get": "30MB/s", "put": 10e6, "limit": "1.5GiB/s", "weight": 2.0, "ops": 100.0, "background": "5MB/s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := qos.SLO{Get: 30e6, Put: 10e6, Limit: 1.5 * (1 << 30), Weight: 2, Ops: 100, Background: 5e6}
+	if got != want {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	for _, bad := range []admin.SLOSpec{
+		{}, {"gte": "1MB/s"}, {"get": "30 parsecs"}, {"get": "1MB/s, SET compression"}, {"get": -1.0},
+		{"weight": 0.0}, {"get": true}, {"get": "30MB/s", "weight": "heavy"},
+	} {
+		if _, err := ParseSLOSpec(bad); !errors.Is(err, admin.ErrInvalidSLO) {
+			t.Errorf("ParseSLOSpec(%v) = %v, want ErrInvalidSLO", bad, err)
+		}
+	}
+}
+
+func FuzzParseSLOSpec(f *testing.F) {
+	for _, s := range []string{"30MB/s", "1", "1.5GiB/s", "", "x", "1MB/s, SET compression"} {
+		f.Add("get", s)
+	}
+	f.Fuzz(func(t *testing.T, k, v string) {
+		s, err := ParseSLOSpec(admin.SLOSpec{k: v})
+		if err != nil {
+			if !errors.Is(err, admin.ErrInvalidSLO) {
+				t.Fatalf("error %v is not ErrInvalidSLO", err)
+			}
+			return
+		}
+		if s.IsZero() && v != "0" {
+			t.Logf("%s=%q gave a zero SLO", k, v)
+		}
+	})
+}
+
+type owners map[string][]string
+
+func (o owners) ListTenants(context.Context) ([]meta.Tenant, error) {
+	var out []meta.Tenant
+	for t := range o {
+		out = append(out, meta.Tenant{Name: t})
+	}
+	return out, nil
+}
+
+func (o owners) ListBuckets(_ context.Context, tenant string) ([]s3api.BucketEntry, error) {
+	var out []s3api.BucketEntry
+	for _, b := range o[tenant] {
+		out = append(out, s3api.BucketEntry{Name: b})
+	}
+	return out, nil
+}
+
+// The cleanup aborts only expired uploads, in the owner's background flow,
+// at the rate the tenant's background cap sets.
+func TestMultipartCleanupRunsAsBackground(t *testing.T) {
+	ctx := context.Background()
+	be, err := fs.Open(ctx, t.TempDir(), fs.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	if err := be.CreateBucket(ctx, "b1"); err != nil {
+		t.Fatal(err)
+	}
+	up, err := be.CreateUpload(ctx, "b1", "big", storage.ObjectMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := bytes.Repeat([]byte("p"), 200<<10)
+	if _, err := be.PutPart(ctx, "b1", "big", up.UploadID, 1, storage.PutInput{Body: bytes.NewReader(part), Meta: storage.ObjectMeta{Size: int64(len(part))}}); err != nil {
+		t.Fatal(err)
+	}
+	l := qos.NewLimiter(qos.LimiterConfig{Node: "n1", SLOs: qos.SLOMap{"t1": {Background: 1e6}}})
+	c := &multipartCleanup{backend: be, owners: owners{"t1": {"b1"}}, limiter: l, expiry: time.Hour, log: slog.New(slog.DiscardHandler)}
+
+	c.now = time.Now // not expired yet
+	if n, err := c.sweep(ctx); err != nil || n != 0 {
+		t.Fatalf("fresh upload: aborted %d, %v", n, err)
+	}
+	c.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	if n, err := c.sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("expired upload: aborted %d, %v", n, err)
+	}
+	if _, err := be.GetUpload(ctx, "b1", "big", up.UploadID); !errors.Is(err, storage.ErrUploadNotFound) {
+		t.Fatalf("upload still there: %v", err)
+	}
+	rep := l.Report()
+	if len(rep.Flows) != 1 || rep.Flows[0].Class != qos.ClassBackground || rep.Flows[0].Tenant != "t1" || rep.Flows[0].Rate != 1e6 || rep.Flows[0].Served == 0 {
+		t.Fatalf("background flow not reported as capped: %+v", rep.Flows)
+	}
+}

@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/storage/s3/s3test"
+)
+
+// putOne creates bucket and stores body at key as tenant c.
+func putOne(t *testing.T, s *server, c creds, bucket, key string, body []byte) {
+	t.Helper()
+	cl := s.sdk(c)
+	if _, err := cl.CreateBucket(ctxT(t), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.PutObject(ctxT(t), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func locate(t *testing.T, s *server, args ...string) admin.Locality {
+	t.Helper()
+	out, err := s.ctl(t, append([]string{"locality", "-o", "json"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l admin.Locality
+	if err := json.Unmarshal(out, &l); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return l
+}
+
+// The embedded backend answers with the data file (holding the object's
+// bytes), its mount and block device; /v1/nodes reports the device's
+// scheduler and whether priorities work; another tenant gets nothing.
+func TestLocalityEmbedded(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	c := s.createTenant(t, "loc1")
+	s.createTenant(t, "loc2")
+	body := bytes.Repeat([]byte("where am I? "), 1000)
+	putOne(t, s, c, "locb", "a//b/../c", body)
+
+	l := locate(t, s, "locb", "a//b/../c", "--tenant", "loc1")
+	if l.Kind != "fs" || l.Tenant != "loc1" || l.Node == "" || l.FS == nil || l.StoredSize != int64(len(body)) {
+		t.Fatalf("%+v", l)
+	}
+	if !strings.HasPrefix(l.FS.Path, dir) {
+		t.Fatalf("data file %s outside the data dir %s", l.FS.Path, dir)
+	}
+	got, err := os.ReadFile(l.FS.Path)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("the located file does not hold the object: %v", err)
+	}
+	if l.FS.Mount.Point == "" || (l.FS.Device == nil && l.FS.Note == "") {
+		t.Fatalf("no mount or device: %+v", l.FS)
+	}
+	if d := l.FS.Device; d != nil {
+		if d.Scheduler == "" || d.PrioritiesNote == "" || d.Priorities != (d.Scheduler == "bfq" || d.Scheduler == "cfq") {
+			t.Fatalf("device %+v", d)
+		}
+	}
+	// The table form names the path too.
+	out, err := s.ctl(t, "locality", "locb", "a//b/../c")
+	if err != nil || !strings.Contains(string(out), filepath.Base(l.FS.Path)) {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := s.ctl(t, "locality", "locb", "a//b/../c", "--tenant", "loc2"); err == nil || !strings.Contains(err.Error(), "NoSuchBucket") {
+		t.Fatalf("another tenant's bucket: %v", err)
+	}
+	if _, err := s.ctl(t, "locality", "locb", "nothing"); err == nil || !strings.Contains(err.Error(), "NoSuchKey") {
+		t.Fatalf("missing key: %v", err)
+	}
+
+	out, err = s.ctl(t, "node", "list", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nl admin.NodeList
+	if err := json.Unmarshal(out, &nl); err != nil || len(nl.Nodes) != 1 {
+		t.Fatalf("%v %s", err, out)
+	}
+	n := nl.Nodes[0]
+	if n.Name != l.Node || n.Backend != "fs" || n.IO == nil || n.IO.Model != "per-stream" || len(n.Devices) != 1 || n.IO.PrioritiesNote == "" {
+		t.Fatalf("%s", out)
+	}
+}
+
+// A remote backend answers with its endpoint, the backend bucket and key,
+// and what its HEAD tells.
+func TestLocalityRemote(t *testing.T) {
+	remote := s3test.Start(t)
+	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(8), done: make(chan struct{})}
+	if err := s.launch([]string{"serve", "--data", s.dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr,
+		"--admin-token", s.token, "--backend", remote.URL("gw")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := s.createTenant(t, "rem1")
+	body := []byte("remote bytes")
+	putOne(t, s, c, "remb", "dir/obj", body)
+	l := locate(t, s, "remb", "dir/obj", "--tenant", "rem1")
+	r := l.Remote
+	if l.Kind != "s3" || r == nil || r.Endpoint != "http://"+remote.Addr || r.Bucket != remote.Bucket || r.Key != "gw/remb/dir/obj" || l.StoredSize != int64(len(body)) {
+		t.Fatalf("%+v %+v", l, r)
+	}
+	if strings.Contains(r.Endpoint, remote.Secret) {
+		t.Fatal("the endpoint carries the backend secret")
+	}
+	// What the backend says is what a HEAD of the backend key says.
+	h, err := remote.Client.HeadObject(ctxT(t), &s3.HeadObjectInput{Bucket: aws.String(r.Bucket), Key: aws.String(r.Key)})
+	if err != nil || strings.Trim(aws.ToString(h.ETag), `"`) != r.ETag {
+		t.Fatalf("%v: backend etag %v, located %q", err, aws.ToString(h.ETag), r.ETag)
+	}
+	out, err := s.ctl(t, "node", "list", "-o", "json")
+	if err != nil || !strings.Contains(string(out), `"backend":"remote"`) {
+		t.Fatalf("%v %s", err, out)
+	}
+}
