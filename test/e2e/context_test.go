@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"html"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/facet-sds/facet/clients/go/facetctx"
+	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/flowctx"
+)
+
+func contextFlows(t *testing.T, s *server) map[string]flowctx.FlowStats {
+	t.Helper()
+	out, err := s.ctl(t, "context", "flows", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf admin.ContextFlows
+	if err := json.Unmarshal(out, &cf); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	m := map[string]flowctx.FlowStats{}
+	for _, f := range cf.Flows {
+		m[f.Tenant+"/"+f.Class] = f
+	}
+	return m
+}
+
+// getAll reads bucket/key inside the context block b (none when zero) and
+// returns how long the body took.
+func getAll(t *testing.T, cl *s3.Client, b *facetctx.Block, bucket, key string) time.Duration {
+	t.Helper()
+	ctx := ctxT(t)
+	if b != nil {
+		ctx = facetctx.With(ctx, *b)
+	}
+	start := time.Now()
+	out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Body.Close()
+	if _, err := io.Copy(io.Discard, out.Body); err != nil {
+		t.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// Two classes of one tenant are separate flows with their own limits
+// (policies naming a CONTEXT), measured separately; requests without the
+// header go to the tenant's default class, or where its rules say; a
+// malformed header is refused with 400 and a message saying what is wrong.
+func TestContextClasses(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	c := s.createTenant(t, "ctx1")
+	const limC, limF = 2_000_000, 8_000_000
+	if _, err := s.ctl(t, "policy", "add",
+		"FOR TENANT ctx1 CONTEXT compaction DO SET bandwidth WITH limit=2MB/s\nFOR TENANT ctx1 CONTEXT flush DO SET bandwidth WITH limit=8MB/s"); err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
+	putOne(t, s, c, "ctxb", "data/obj", body)
+	putOne(t, s, c, "ctxb2", "logs/x", []byte("small"))
+	cl := s.sdk(c, facetctx.Option)
+
+	var wg sync.WaitGroup
+	took := map[string]time.Duration{}
+	var mu sync.Mutex
+	for _, class := range []string{"compaction", "flush"} {
+		wg.Go(func() {
+			d := getAll(t, cl, &facetctx.Block{Workflow: "etl-42", Class: class}, "ctxb", "data/obj")
+			mu.Lock()
+			took[class] = d
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	flows := contextFlows(t, s)
+	for class, lim := range map[string]float64{"compaction": limC, "flush": limF} {
+		f, ok := flows["ctx1/"+class]
+		if !ok || f.Served < int64(len(body)) || f.Requests != 1 || f.Unlimited || f.Rate != lim {
+			t.Fatalf("flow ctx1/%s: %+v", class, f)
+		}
+		// A token bucket never passes more than rate × time + burst: an
+		// upper bound that holds on any machine.
+		if max := lim*took[class].Seconds() + 2*64<<10 + 0.05*lim; float64(len(body)) > max {
+			t.Errorf("%s read %d bytes in %v: over its %.0f B/s limit", class, len(body), took[class], lim)
+		}
+	}
+	if took["compaction"] <= took["flush"] {
+		t.Errorf("compaction (2 MB/s) took %v, flush (8 MB/s) %v", took["compaction"], took["flush"])
+	}
+
+	// No header: the tenant's default class, unlimited.
+	getAll(t, cl, nil, "ctxb2", "logs/x")
+	if f, ok := contextFlows(t, s)["ctx1/"+flowctx.DefaultClass]; !ok || !f.Unlimited || f.Requests < 1 {
+		t.Fatalf("default class flow: %+v", f)
+	}
+	// Rules: logs/ goes to batch, the rest to fg.
+	if _, err := s.ctl(t, "context", "rules", "set", "ctx1", `{"default":"fg","rules":[{"prefix":"ctxb2/logs/","class":"batch"}]}`); err != nil {
+		t.Fatal(err)
+	}
+	getAll(t, cl, nil, "ctxb2", "logs/x")
+	getAll(t, cl, nil, "ctxb", "data/obj")
+	flows = contextFlows(t, s)
+	if flows["ctx1/batch"].Requests != 1 || flows["ctx1/fg"].Requests != 1 {
+		t.Fatalf("rules did not classify: %+v", flows)
+	}
+	if _, err := s.ctl(t, "context", "rules", "set", "ctx1", `{"rules":[{"class":"x"}]}`); err == nil || !strings.Contains(err.Error(), "matches everything") {
+		t.Fatalf("invalid rules: %v", err)
+	}
+
+	// A malformed header: 400 InvalidArgument saying what is wrong; the
+	// request does nothing.
+	for h, msg := range map[string]string{"class": "no '='", "class=A": `class "A"`, "workflow=x;;b=2": "empty pair"} {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, s.endpoint()+"/ctxb/data/obj", nil)
+		req.Header.Set(flowctx.Header, h)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		b := html.UnescapeString(string(raw))
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(b, "<Code>InvalidArgument</Code>") || !strings.Contains(b, msg) {
+			t.Errorf("header %q: %d %s", h, resp.StatusCode, b)
+		}
+	}
+	// The SDK sees the same error.
+	_, err := cl.GetObject(facetctx.With(ctxT(t), facetctx.Block{Class: "Bad Class"}), &s3.GetObjectInput{Bucket: aws.String("ctxb"), Key: aws.String("data/obj")})
+	if errCode(err) != "InvalidArgument" {
+		t.Fatalf("sdk: %v", err)
+	}
+}
