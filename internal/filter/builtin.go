@@ -12,6 +12,7 @@ func Builtin() []*Info {
 		taggingInfo(),
 		metadataGuardInfo(),
 		recycleBinInfo(),
+		selectInfo(),
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 
 func TestBuiltinDescriptions(t *testing.T) {
 	reg := NewBuiltinRegistry()
-	if got, want := reg.Names(), []string{"caching", "compression", "encryption", "metadata_guard", "noop", "recycle_bin", "tagging"}; !slices.Equal(got, want) {
+	if got, want := reg.Names(), []string{"caching", "compression", "encryption", "metadata_guard", "noop", "recycle_bin", "select", "tagging"}; !slices.Equal(got, want) {
 		t.Fatalf("registry holds %v, want %v", got, want)
 	}
 	env := Env{Keys: newTestKeys()}

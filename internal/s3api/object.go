@@ -294,6 +294,9 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 			}
 			return err
 		}
+		if sel := s.selectorFor(req, info); sel != nil {
+			return s.serveSelected(w, req, info, sel, withBody)
+		}
 		size := info.Meta.Size
 		var rng *storage.Range
 		if partNumber > 0 {
