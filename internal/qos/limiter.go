@@ -351,6 +351,50 @@ type shapedWriter struct {
 	w io.Writer
 }
 
+// readFromPiece is how much an unlimited flow hands to the destination's
+// ReadFrom at once: the rate is looked at again after each piece.
+const readFromPiece = 4 << 20
+
+// ReadFrom keeps the destination's fast path (sendfile for a file behind a
+// LimitedReader) for flows that are not limited, a piece at a time, and
+// paces chunk by chunk otherwise.
+func (w *shapedWriter) ReadFrom(r io.Reader) (int64, error) {
+	rf, ok := w.w.(io.ReaderFrom)
+	var total int64
+	var buf []byte
+	for {
+		if ok && w.s.f.bytes.unlimited.Load() {
+			n, err := rf.ReadFrom(&io.LimitedReader{R: r, N: readFromPiece})
+			total += n
+			w.s.f.served.Add(n)
+			if err != nil {
+				return total, err
+			}
+			if n < readFromPiece {
+				return total, nil
+			}
+			continue
+		}
+		if buf == nil {
+			buf = make([]byte, w.s.chunk)
+		}
+		n, err := r.Read(buf)
+		if n > 0 {
+			m, werr := w.Write(buf[:n])
+			total += int64(m)
+			if werr != nil {
+				return total, werr
+			}
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
 func (w *shapedWriter) Write(p []byte) (int, error) {
 	var written int
 	for len(p) > 0 {

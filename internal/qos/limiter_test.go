@@ -65,7 +65,7 @@ func TestStreamsShapeBothDirections(t *testing.T) {
 	}
 	// 2 MiB paid (read, then written) at 4 MB/s, less one burst: a lower
 	// bound, which a slow machine only makes longer.
-	if el, min := time.Since(start), time.Duration(float64(2<<20-16<<10)/4e6*float64(time.Second)); el < min {
+	if el, min := time.Since(start), time.Duration((float64(2<<20)-Burst(4e6, 16<<10))/4e6*float64(time.Second)); el < min {
 		t.Fatalf("2 MiB through a 4 MB/s flow in %v, under %v", el, min)
 	}
 	rep := l.Report()
@@ -174,4 +174,39 @@ func FuzzDecodeSLO(f *testing.F) {
 			}
 		}
 	})
+}
+
+type readFromRecorder struct {
+	bytes.Buffer
+	calls int
+}
+
+func (r *readFromRecorder) ReadFrom(src io.Reader) (int64, error) {
+	r.calls++
+	return r.Buffer.ReadFrom(src)
+}
+
+// An unlimited flow keeps the destination's ReadFrom (sendfile), a piece
+// at a time; a limited one is paced chunk by chunk.
+func TestWriterReadFrom(t *testing.T) {
+	l := NewLimiter(LimiterConfig{Node: "n1", SLOs: SLOMap{"lim": {Limit: 1e9}}})
+	payload := bytes.Repeat([]byte("z"), 9<<20)
+	for _, tenant := range []string{"free", "lim"} {
+		st, _ := l.Admit(context.Background(), tenant, ClassGet)
+		var dst readFromRecorder
+		n, err := st.Writer(&dst).(io.ReaderFrom).ReadFrom(bytes.NewReader(payload))
+		st.Done()
+		if err != nil || n != int64(len(payload)) || !bytes.Equal(dst.Bytes(), payload) {
+			t.Fatalf("%s: %d %v", tenant, n, err)
+		}
+		if want := map[string]int{"free": 3, "lim": 0}[tenant]; dst.calls != want {
+			t.Fatalf("%s: destination ReadFrom called %d times, want %d", tenant, dst.calls, want)
+		}
+	}
+	rep := l.Report()
+	for _, f := range rep.Flows {
+		if f.Served == 0 {
+			t.Fatalf("flow %s served nothing", f.Tenant)
+		}
+	}
 }

@@ -63,14 +63,22 @@ type shapedBody struct {
 
 func (b shapedBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 
-// shapedResponse writes the response through the shaper. It does not
-// offer io.ReaderFrom: sendfile would bypass the pacing.
+// shapedResponse writes the response through the shaper.
 type shapedResponse struct {
 	http.ResponseWriter
 	w io.Writer
 }
 
 func (r *shapedResponse) Write(p []byte) (int, error) { return r.w.Write(p) }
+
+// ReadFrom passes the shaper's fast path on (sendfile while the flow is
+// unlimited).
+func (r *shapedResponse) ReadFrom(src io.Reader) (int64, error) {
+	if rf, ok := r.w.(io.ReaderFrom); ok {
+		return rf.ReadFrom(src)
+	}
+	return io.Copy(struct{ io.Writer }{r.w}, src)
+}
 
 func (r *shapedResponse) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
