@@ -30,6 +30,9 @@ type BlockOptions struct {
 	TLSDir string
 	// Ready, when set, is called with the NBD address once it listens.
 	Ready func(addr string)
+	// RequireTLS refuses plain NBD from loopback too: every connection
+	// then authenticates as a tenant.
+	RequireTLS bool
 	// Optional lets the server run without the block stage when Addr
 	// cannot be bound (the default address, taken by another server on
 	// the machine); an address asked for explicitly must be bound.
@@ -83,7 +86,8 @@ func startBlock(ctx context.Context, opts Options, store *meta.Store, policies b
 			return nil, fmt.Errorf("block metrics: %w", err)
 		}
 	}
-	srv := nbd.New(nbd.Config{Exports: mgr, TLS: tlsCfg, Logger: log})
+	plain := func(p nbd.Peer) bool { return p.Loopback && !bo.RequireTLS }
+	srv := nbd.New(nbd.Config{Exports: mgr, TLS: tlsCfg, Logger: log, PlainAllowed: plain})
 	bctx, stop := context.WithCancel(ctx)
 	st := &blockStage{mgr: mgr, done: make(chan struct{}), stop: stop}
 	go mgr.Run(bctx)

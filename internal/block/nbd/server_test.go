@@ -1,0 +1,349 @@
+package nbd
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// memDevice is an in-memory export; reads at offset slowOff wait until
+// released, so that tests can force out-of-order replies.
+type memDevice struct {
+	mu      sync.Mutex
+	data    []byte
+	flushes int
+	slow    chan struct{}
+	slowOff int64
+}
+
+func (d *memDevice) ReadAt(_ context.Context, p []byte, off int64) error {
+	if d.slow != nil && off == d.slowOff {
+		<-d.slow
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	copy(p, d.data[off:])
+	return nil
+}
+
+func (d *memDevice) WriteAt(_ context.Context, p []byte, off int64, fua bool) error {
+	if off == 13 {
+		return &Errno{Code: ENOSPC, Err: errors.New("full")}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	copy(d.data[off:], p)
+	if fua {
+		d.flushes++
+	}
+	return nil
+}
+
+func (d *memDevice) Flush(context.Context) error {
+	d.mu.Lock()
+	d.flushes++
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *memDevice) Trim(_ context.Context, off, n int64, _ bool) error {
+	return d.WriteZeroes(context.Background(), off, n, false)
+}
+
+func (d *memDevice) WriteZeroes(_ context.Context, off, n int64, _ bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	clear(d.data[off : off+n])
+	return nil
+}
+
+func (d *memDevice) Close() error { return nil }
+
+type memExports struct {
+	dev   *memDevice
+	owner string
+}
+
+func (e *memExports) info() ExportInfo {
+	return ExportInfo{Name: "disk", Size: int64(len(e.dev.data)), MultiConn: true}
+}
+
+func (e *memExports) allowed(p Peer) bool { return !p.TLS || p.Identity == e.owner }
+
+func (e *memExports) List(_ context.Context, p Peer) ([]ExportInfo, error) {
+	if !e.allowed(p) {
+		return nil, nil
+	}
+	return []ExportInfo{e.info()}, nil
+}
+
+func (e *memExports) Lookup(_ context.Context, name string, p Peer) (ExportInfo, error) {
+	if name != "disk" || !e.allowed(p) {
+		return ExportInfo{}, ErrUnknown
+	}
+	return e.info(), nil
+}
+
+func (e *memExports) Open(ctx context.Context, name string, p Peer) (Device, ExportInfo, error) {
+	info, err := e.Lookup(ctx, name, p)
+	if err != nil {
+		return nil, ExportInfo{}, err
+	}
+	return e.dev, info, nil
+}
+
+// client is a minimal NBD client for tests.
+type client struct {
+	t *testing.T
+	c net.Conn
+}
+
+func (c *client) read(n int) []byte {
+	c.t.Helper()
+	b := make([]byte, n)
+	if _, err := io.ReadFull(c.c, b); err != nil {
+		c.t.Fatalf("read %d: %v", n, err)
+	}
+	return b
+}
+
+func (c *client) write(parts ...[]byte) {
+	c.t.Helper()
+	for _, p := range parts {
+		if _, err := c.c.Write(p); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
+func (c *client) hello(flags uint32) {
+	h := c.read(18)
+	if binary.BigEndian.Uint64(h) != nbdMagic || binary.BigEndian.Uint64(h[8:]) != ihaveOpt ||
+		binary.BigEndian.Uint16(h[16:]) != flagFixedNewstyle|flagNoZeroes {
+		c.t.Fatalf("server hello %x", h)
+	}
+	c.write(binary.BigEndian.AppendUint32(nil, flags))
+}
+
+func (c *client) option(opt uint32, data []byte) {
+	b := binary.BigEndian.AppendUint64(nil, ihaveOpt)
+	b = binary.BigEndian.AppendUint32(b, opt)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
+	c.write(append(b, data...))
+}
+
+// reply reads one option reply: its type and data.
+func (c *client) reply(opt uint32) (uint32, []byte) {
+	c.t.Helper()
+	h := c.read(20)
+	if binary.BigEndian.Uint64(h) != optReplyMagic || binary.BigEndian.Uint32(h[8:]) != opt {
+		c.t.Fatalf("option reply header %x", h)
+	}
+	return binary.BigEndian.Uint32(h[12:]), c.read(int(binary.BigEndian.Uint32(h[16:])))
+}
+
+func infoData(name string, reqs ...uint16) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(name)))
+	b = append(b, name...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(reqs)))
+	for _, r := range reqs {
+		b = binary.BigEndian.AppendUint16(b, r)
+	}
+	return b
+}
+
+func (c *client) request(typ, flags uint16, handle, off uint64, length uint32, payload []byte) {
+	b := binary.BigEndian.AppendUint32(nil, requestMagic)
+	b = binary.BigEndian.AppendUint16(b, flags)
+	b = binary.BigEndian.AppendUint16(b, typ)
+	b = binary.BigEndian.AppendUint64(b, handle)
+	b = binary.BigEndian.AppendUint64(b, off)
+	b = binary.BigEndian.AppendUint32(b, length)
+	c.write(append(b, payload...))
+}
+
+// simple reads a simple reply's error and handle.
+func (c *client) simple() (errno uint32, handle uint64) {
+	c.t.Helper()
+	h := c.read(16)
+	if binary.BigEndian.Uint32(h) != simpleReplyMagic {
+		c.t.Fatalf("reply magic %x", h)
+	}
+	return binary.BigEndian.Uint32(h[4:]), binary.BigEndian.Uint64(h[8:])
+}
+
+func serveTest(t *testing.T, cfg Config) (*client, *memExports) {
+	t.Helper()
+	exp := &memExports{dev: &memDevice{data: make([]byte, 1<<20)}, owner: "acme"}
+	if cfg.Exports == nil {
+		cfg.Exports = exp
+	}
+	s := New(cfg)
+	a, b := net.Pipe()
+	done := make(chan struct{})
+	go func() {
+		s.ServeConn(t.Context(), a)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		b.Close()
+		<-done
+	})
+	b.SetDeadline(time.Now().Add(30 * time.Second))
+	return &client{t: t, c: b}, exp
+}
+
+func TestHandshakeOptions(t *testing.T) {
+	c, _ := serveTest(t, Config{})
+	c.hello(flagFixedNewstyle | flagNoZeroes)
+	c.option(optList, nil)
+	if typ, d := c.reply(optList); typ != repServer || string(d[4:]) != "disk" {
+		t.Fatalf("LIST: %d %q", typ, d)
+	}
+	if typ, _ := c.reply(optList); typ != repAck {
+		t.Fatalf("LIST end: %d", typ)
+	}
+	c.option(optStructuredReply, nil)
+	if typ, _ := c.reply(optStructuredReply); typ != repErrUnsup {
+		t.Fatalf("STRUCTURED_REPLY: %d", typ)
+	}
+	c.option(optStartTLS, nil)
+	if typ, _ := c.reply(optStartTLS); typ != repErrUnsup {
+		t.Fatalf("STARTTLS without TLS: %d", typ)
+	}
+	c.option(optInfo, infoData("nope"))
+	if typ, _ := c.reply(optInfo); typ != repErrUnknown {
+		t.Fatalf("INFO unknown: %d", typ)
+	}
+	c.option(optInfo, []byte{0, 0, 0, 9, 'x'})
+	if typ, _ := c.reply(optInfo); typ != repErrInvalid {
+		t.Fatalf("INFO malformed: %d", typ)
+	}
+	c.option(optInfo, infoData("disk", infoBlockSize, infoName))
+	var sawExport, sawBlock, sawName bool
+	for {
+		typ, d := c.reply(optInfo)
+		if typ == repAck {
+			break
+		}
+		switch binary.BigEndian.Uint16(d) {
+		case infoExport:
+			sawExport = binary.BigEndian.Uint64(d[2:]) == 1<<20 && binary.BigEndian.Uint16(d[10:])&tfCanMultiConn != 0
+		case infoBlockSize:
+			sawBlock = binary.BigEndian.Uint32(d[2:]) == 1 && binary.BigEndian.Uint32(d[6:]) == PreferredBlock && binary.BigEndian.Uint32(d[10:]) == MaxPayload
+		case infoName:
+			sawName = string(d[2:]) == "disk"
+		}
+	}
+	if !sawExport || !sawBlock || !sawName {
+		t.Fatalf("INFO replies: export %v block %v name %v", sawExport, sawBlock, sawName)
+	}
+	// Too long an option is refused and the connection goes on.
+	c.option(99, make([]byte, maxOptionData+1))
+	if typ, _ := c.reply(99); typ != repErrTooBig {
+		t.Fatalf("long option: %d", typ)
+	}
+	c.option(optAbort, nil)
+	if typ, _ := c.reply(optAbort); typ != repAck {
+		t.Fatalf("ABORT: %d", typ)
+	}
+}
+
+func TestExportNameWithZeroes(t *testing.T) {
+	c, _ := serveTest(t, Config{})
+	c.hello(flagFixedNewstyle) // no NO_ZEROES: 124 zero bytes follow
+	c.option(optExportName, []byte("disk"))
+	b := c.read(10 + 124)
+	if binary.BigEndian.Uint64(b) != 1<<20 || !bytes.Equal(b[10:], make([]byte, 124)) {
+		t.Fatalf("EXPORT_NAME reply %x", b[:10])
+	}
+	c.request(cmdDisc, 0, 1, 0, 0, nil)
+}
+
+func TestTLSRequiredForRemotePeers(t *testing.T) {
+	c, _ := serveTest(t, Config{PlainAllowed: func(Peer) bool { return false }})
+	c.hello(flagFixedNewstyle | flagNoZeroes)
+	c.option(optGo, infoData("disk"))
+	if typ, _ := c.reply(optGo); typ != repErrTLSReqd {
+		t.Fatalf("GO without TLS: %d", typ)
+	}
+	c.option(optList, nil)
+	if typ, _ := c.reply(optList); typ != repErrTLSReqd {
+		t.Fatalf("LIST without TLS: %d", typ)
+	}
+}
+
+func TestTransmission(t *testing.T) {
+	c, exp := serveTest(t, Config{})
+	exp.dev.slow, exp.dev.slowOff = make(chan struct{}), 4096
+	c.hello(flagFixedNewstyle | flagNoZeroes)
+	c.option(optGo, infoData("disk"))
+	for {
+		if typ, _ := c.reply(optGo); typ == repAck {
+			break
+		}
+	}
+	payload := bytes.Repeat([]byte{0xab}, 4096)
+	c.request(cmdWrite, cmdFlagFUA, 1, 4096, 4096, payload)
+	if e, h := c.simple(); e != 0 || h != 1 {
+		t.Fatalf("write: %d %d", e, h)
+	}
+	// A slow read, then a fast one: the fast one is answered first.
+	c.request(cmdRead, 0, 2, 4096, 4096, nil)
+	c.request(cmdRead, 0, 3, 0, 16, nil)
+	if e, h := c.simple(); e != 0 || h != 3 {
+		t.Fatalf("first reply: errno %d handle %d, want the fast read (3)", e, h)
+	}
+	c.read(16)
+	close(exp.dev.slow)
+	if e, h := c.simple(); e != 0 || h != 2 {
+		t.Fatalf("second reply: %d %d", e, h)
+	}
+	if got := c.read(4096); !bytes.Equal(got, payload) {
+		t.Fatal("read back differs")
+	}
+	// Errors carry their codes and the connection survives them.
+	for _, tc := range []struct {
+		typ, flags uint16
+		off        uint64
+		n          uint32
+		payload    []byte
+		want       uint32
+	}{
+		{cmdRead, 0, 1 << 20, 1, nil, EINVAL},
+		{cmdWrite, 0, 1<<20 - 1, 2, []byte{1, 2}, ENOSPC},
+		{cmdWrite, 0, 13, 1, []byte{1}, ENOSPC}, // the device's own errno
+		{cmdRead, 0, 0, MaxPayload + 1, nil, EOVERFLOW},
+		{cmdRead, cmdFlagFUA, 0, 1, nil, EINVAL},
+		{cmdFlush, 0, 5, 0, nil, EINVAL},
+		{42, 0, 0, 0, nil, EINVAL},
+		{cmdTrim, 0, 1<<20 - 10, 20, nil, EINVAL},
+	} {
+		c.request(tc.typ, tc.flags, 9, tc.off, tc.n, tc.payload)
+		if e, h := c.simple(); e != tc.want || h != 9 {
+			t.Errorf("request %d flags %d %d+%d: errno %d, want %d", tc.typ, tc.flags, tc.off, tc.n, e, tc.want)
+		}
+	}
+	c.request(cmdWriteZeroes, cmdFlagNoHole, 4, 4096, 100, nil)
+	c.request(cmdFlush, 0, 5, 0, 0, nil)
+	for range 2 {
+		if e, _ := c.simple(); e != 0 {
+			t.Fatalf("zeroes/flush: errno %d", e)
+		}
+	}
+	c.request(cmdRead, 0, 6, 4096, 200, nil)
+	c.simple()
+	if got := c.read(200); !bytes.Equal(got[:100], make([]byte, 100)) || got[100] != 0xab {
+		t.Fatal("WRITE_ZEROES did not zero exactly its range")
+	}
+	c.request(cmdDisc, 0, 7, 0, 0, nil)
+	if _, err := c.c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("connection still open after DISC")
+	}
+}
