@@ -214,126 +214,175 @@ async function tenantDetail(root, name, session) {
 async function filters(root) {
   root.append(title('Filters'));
   const caps = await capabilities();
-  const listBox = h('div');
+  const listBox = h('div'), depBox = h('div');
   root.append(card('Registry', listBox));
+  const tenantNames = ((await api('GET', '/v1/tenants').catch(() => ({ tenants: [] }))).tenants || []).map(t => t.name);
   async function load() {
     try {
       const fs = (await api('GET', '/v1/filters')).filters || [];
-      clear(listBox, table(['Name', 'Kind', { label: 'Version', num: true }, 'Methods', 'Stages', 'Reversible', 'Owner', 'Parameters', ''],
+      clear(listBox, table(['Name', 'Kind', { label: 'Version', num: true }, 'Methods', 'Stages', 'Reversible', 'Usable by', 'Parameters', ''],
         fs.map(f => h('tr', { 'data-filter': f.name },
           h('td', {}, h('strong', {}, f.name), f.doc ? h('div', { class: 'muted small' }, f.doc) : null), h('td', {}, f.kind), h('td', { class: 'num' }, String(f.version)),
           h('td', {}, (f.methods || []).join(', ')), h('td', {}, (f.stages || []).join(', ')), h('td', {}, f.reversible ? 'yes' : 'no'),
-          h('td', {}, f.owner || (f.kind === 'wasm' ? 'admin' : 'built in')),
+          h('td', {}, f.owner ? 'tenant ' + f.owner : 'every tenant'),
           h('td', {}, (f.params || []).map(p => h('div', {}, h('code', {}, p.name), ` ${p.type}${p.default ? ' = ' + p.default : ''}${p.enum ? ' (' + p.enum.join('|') + ')' : ''}`))),
           h('td', {}, f.kind === 'wasm' && has(caps, '/filters/{filter}', 'delete')
             ? confirmButton('Delete', async () => { await api('DELETE', '/v1/filters/' + encodeURIComponent(f.name)); toast(`Filter ${f.name} deleted.`); await load(); }) : null))),
       { label: 'Filters' }));
     } catch (e) { clear(listBox, failure('Filter registry', e)); }
+    if (!has(caps, '/filters/dependencies')) { clear(depBox, notAvailable('Filter dependencies')); return; }
+    try {
+      const ds = (await api('GET', '/v1/filters/dependencies')).dependencies || [];
+      clear(depBox, table(['Dependency', 'Owner', { label: 'Size', num: true }, 'SHA-256', 'Updated', ''], ds.map(d => h('tr', { 'data-dependency': d.name },
+        h('td', {}, h('code', {}, d.name), d.doc ? h('div', { class: 'muted small' }, d.doc) : null), h('td', {}, d.owner || 'every tenant'),
+        h('td', { class: 'num' }, fmtBytes(d.size)), h('td', {}, h('code', { class: 'small' }, (d.sha256 || '').slice(0, 16))), h('td', {}, fmtTime(d.updated)),
+        h('td', {}, confirmButton('Delete', async () => { await api('DELETE', '/v1/filters/dependencies/' + encodeURIComponent(d.name)); toast(`Dependency ${d.name} deleted.`); await load(); })))),
+      { label: 'Dependencies', empty: 'No dependency file.' }));
+    } catch (e) { clear(depBox, failure('Filter dependencies', e)); }
   }
-  await load();
-  if (!has(caps, '/filters', 'post') && !has(caps, '/filters/{filter}', 'put')) {
-    root.append(card('Upload a WebAssembly filter', notAvailable('WASM filter upload', 'This server cannot register filters at run time yet.')));
+  if (!has(caps, '/filters', 'post')) {
+    await load();
+    root.append(card('Upload a WebAssembly filter', notAvailable('WASM filter upload', 'This server cannot register filters at run time.')));
     return null;
   }
-  root.append(card('Upload a WebAssembly filter', uploadForm(caps, load)));
+  root.append(card('Dependencies (read-only files mounted at /deps/NAME)', depBox));
+  await load();
+  root.append(card('Upload a WebAssembly filter', uploadForm(tenantNames, load)));
   return null;
 }
 
-// uploadForm builds the WASM upload: the module and its dependencies as
-// multipart/form-data, with the registry fields.
-function uploadForm(caps, reload) {
+// uploadForm uploads the dependency files first (POST /filters/dependencies,
+// multipart: descriptor and data), then the module with a descriptor that
+// names them (POST /filters, multipart: descriptor and module).
+function uploadForm(tenantNames, reload) {
+  const status = h('p', { class: 'small', 'aria-live': 'polite' });
   const f = h('form', { id: 'filter-upload', class: 'inline' },
-    h('label', {}, 'Name', h('input', { type: 'text', name: 'name', required: true, spellcheck: 'false' })),
+    h('label', {}, 'Name', h('input', { type: 'text', name: 'name', required: true, spellcheck: 'false', pattern: '[a-z][a-z0-9_\\-]{0,62}' })),
     h('label', {}, 'Module (.wasm)', h('input', { type: 'file', name: 'module', accept: '.wasm,application/wasm', required: true })),
-    h('label', {}, 'Methods', h('input', { type: 'text', name: 'methods', value: 'GET,PUT' })),
+    h('label', {}, 'Methods', h('input', { type: 'text', name: 'methods', value: 'PUT,GET' })),
     h('label', {}, 'Stages', h('input', { type: 'text', name: 'stages', value: 'gateway' })),
     h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'reversible' }), 'Reversible'),
-    h('label', {}, 'Parameters (name:type:default, …)', h('input', { type: 'text', name: 'params' })),
+    h('label', {}, 'Usable by', h('select', { name: 'owner' }, h('option', { value: '' }, 'every tenant'), tenantNames.map(t => h('option', { value: t }, 'tenant ' + t)))),
+    h('label', {}, 'Parameters (name:type:default, …)', h('input', { type: 'text', name: 'params', spellcheck: 'false' })),
+    h('label', {}, 'Description', h('input', { type: 'text', name: 'doc' })),
     h('label', {}, 'Dependencies (read-only files)', h('input', { type: 'file', name: 'dependencies', multiple: true })),
     h('button', { type: 'submit' }, 'Upload'));
   f.addEventListener('submit', async ev => {
     ev.preventDefault();
-    const fd = new FormData();
-    const spec = {
-      name: f.name.value.trim(), kind: 'wasm',
-      methods: f.methods.value.split(',').map(s => s.trim()).filter(Boolean),
-      stages: f.stages.value.split(',').map(s => s.trim()).filter(Boolean),
-      reversible: f.reversible.checked,
-      params: f.params.value.split(',').map(s => s.trim()).filter(Boolean).map(p => { const [name, type, def] = p.split(':'); return { name, type: type || 'string', default: def || '' }; }),
-    };
-    fd.append('spec', new Blob([JSON.stringify(spec)], { type: 'application/json' }));
-    fd.append('module', f.module.files[0]);
-    for (const d of f.dependencies.files) fd.append('dependency', d, d.name);
+    const owner = f.owner.value;
+    const deps = [];
     try {
-      await api('POST', '/v1/filters', fd);
-      toast(`Filter ${spec.name} uploaded.`);
+      for (const file of f.dependencies.files) {
+        const name = file.name.toLowerCase().replace(/[^a-z0-9_.\-]/g, '-');
+        const fd = new FormData();
+        fd.append('descriptor', JSON.stringify(Object.assign({ name }, owner ? { owner } : {})));
+        fd.append('data', file, file.name);
+        status.textContent = `Uploading dependency ${name}…`;
+        await api('POST', '/v1/filters/dependencies', fd);
+        deps.push(name);
+      }
+      const desc = {
+        name: f.name.value.trim(),
+        methods: f.methods.value.split(',').map(s => s.trim().toUpperCase()).filter(Boolean),
+        stages: f.stages.value.split(',').map(s => s.trim().toLowerCase()).filter(Boolean),
+      };
+      if (owner) desc.owner = owner;
+      if (f.reversible.checked) desc.reversible = true;
+      if (f.doc.value.trim()) desc.doc = f.doc.value.trim();
+      const params = f.params.value.split(',').map(s => s.trim()).filter(Boolean).map(p => {
+        const [name, type, def] = p.split(':');
+        return Object.assign({ name, type: type || 'string' }, def ? { default: def } : {});
+      });
+      if (params.length) desc.params = params;
+      if (deps.length) desc.dependencies = deps;
+      const fd = new FormData();
+      fd.append('descriptor', JSON.stringify(desc));
+      fd.append('module', f.module.files[0], f.module.files[0].name);
+      status.textContent = `Uploading ${desc.name}…`;
+      const info = await api('POST', '/v1/filters', fd);
+      status.textContent = `Filter ${info.name} version ${info.version} registered.`;
       f.reset();
       await reload();
-    } catch (e) { toast(errorText(e)); }
+    } catch (e) { status.textContent = errorText(e); toast(errorText(e)); }
   });
-  return f;
+  return [f, status];
 }
 
 // ---- SLOs -----------------------------------------------------------------
 
 async function slos(root, { session }) {
   root.append(title('SLOs'));
-  const caps = session.role === 'admin' ? await capabilities() : {};
-  const tenantsList = session.role === 'admin' ? ((await api('GET', '/v1/tenants').catch(() => ({ tenants: [] }))).tenants || []).map(t => t.name) : [session.tenant];
+  const admin = session.role === 'admin';
+  const caps = admin ? await capabilities() : {};
+  const tenantsList = admin ? ((await api('GET', '/v1/tenants').catch(() => ({ tenants: [] }))).tenants || []).map(t => t.name) : [session.tenant];
   let sloList = null, sloErr = null;
   const loadSLOs = async () => {
     try {
-      const d = session.role === 'admin' ? await api('GET', '/v1/slos') : { slos: [await api('GET', '/v1/slos/' + encodeURIComponent(session.tenant))] };
-      sloList = d.slos || [];
+      if (admin) sloList = (await api('GET', '/v1/slos')).slos || [];
+      else sloList = [await api('GET', '/v1/slos/' + encodeURIComponent(session.tenant))];
       sloErr = null;
-    } catch (e) { sloList = null; sloErr = e; }
+    } catch (e) {
+      sloList = null; sloErr = e;
+      if (!admin && e.status === 404) sloList = []; // no SLO for this tenant
+    }
   };
   await loadSLOs();
   const listBox = h('div');
   root.append(card('Objectives', listBox));
+  const rate = v => (v === undefined || v === null || v === 0) ? '–' : fmtRate(v);
   const renderList = () => {
     if (!sloList) { clear(listBox, failure('SLOs', sloErr)); return; }
-    clear(listBox, table(['Tenant', 'Reservation', 'Limit', 'Weight', 'Detail'], sloList.map(s => h('tr', {},
-      h('td', {}, s.tenant), h('td', {}, sloField(s, 'reservation')), h('td', {}, sloField(s, 'limit')), h('td', {}, sloField(s, 'weight')),
-      h('td', {}, h('code', { class: 'small' }, JSON.stringify(s.spec || s.params || {}))))), { label: 'SLOs', empty: 'No SLO set.' }));
+    clear(listBox, table(['Tenant', 'Set by', 'Reservation', 'GET', 'PUT', 'Limit', 'Weight', 'Ops/s', admin ? '' : null].filter(x => x !== null),
+      sloList.map(s => h('tr', { 'data-slo': s.tenant },
+        h('td', {}, s.tenant), h('td', {}, s.source === 'policy' ? `policy ${s.policy || ''}` : (s.source || '–')),
+        h('td', {}, rate(s.reservation)), h('td', {}, rate(s.get)), h('td', {}, rate(s.put)), h('td', {}, rate(s.limit)),
+        h('td', {}, s.weight ? String(s.weight) : '–'), h('td', {}, s.ops ? String(s.ops) : '–'),
+        admin ? h('td', {}, s.source === 'api' && has(caps, '/slos/{name}', 'delete')
+          ? confirmButton('Remove', async () => { await api('DELETE', '/v1/slos/' + encodeURIComponent(s.tenant)); toast('SLO removed.'); await loadSLOs(); renderList(); }) : null) : null)),
+      { label: 'SLOs', empty: 'No SLO set.' }));
   };
   renderList();
-  if (session.role === 'admin') {
+  if (admin) {
     const f = h('form', { class: 'inline', id: 'slo-form' },
       h('label', {}, 'Tenant', h('select', { name: 'tenant', required: true }, tenantsList.map(t => h('option', { value: t }, t)))),
       h('label', {}, 'Reservation (MB/s)', h('input', { type: 'number', name: 'reservation', min: 0, step: 'any' })),
       h('label', {}, 'Limit (MB/s)', h('input', { type: 'number', name: 'limit', min: 0, step: 'any' })),
       h('label', {}, 'Weight', h('input', { type: 'number', name: 'weight', min: 0.001, step: 'any' })),
       h('button', { type: 'submit' }, 'Set SLO'));
-    const note = h('p', { class: 'muted small' }, 'Written as a policy: FOR TENANT t DO SET bandwidth WITH reservation=…, limit=…, weight=….');
+    const viaAPI = has(caps, '/slos/{name}', 'put');
+    const note = h('p', { class: 'muted small' }, viaAPI ? 'Stored as the tenant\'s SLO record (PUT /v1/slos/TENANT); it takes effect within a controller period.'
+      : 'Written as a policy: FOR TENANT t DO SET bandwidth WITH reservation=…, limit=…, weight=….');
     f.addEventListener('submit', async ev => {
       ev.preventDefault();
-      const parts = [];
-      if (f.reservation.value) parts.push(`reservation=${f.reservation.value}MB/s`);
-      if (f.limit.value) parts.push(`limit=${f.limit.value}MB/s`);
-      if (f.weight.value) parts.push(`weight=${f.weight.value}`);
-      if (!parts.length) { toast('Give a reservation, a limit or a weight.'); return; }
+      const spec = {};
+      if (f.reservation.value) spec.reservation = `${f.reservation.value}MB/s`;
+      if (f.limit.value) spec.limit = `${f.limit.value}MB/s`;
+      if (f.weight.value) spec.weight = Number(f.weight.value);
+      if (!Object.keys(spec).length) { toast('Give a reservation, a limit or a weight.'); return; }
       try {
-        await api('POST', '/v1/policies', `FOR TENANT ${f.tenant.value} DO SET bandwidth WITH ${parts.join(', ')}`);
+        if (viaAPI) await api('PUT', '/v1/slos/' + encodeURIComponent(f.tenant.value), spec);
+        else await api('POST', '/v1/policies', `FOR TENANT ${f.tenant.value} DO SET bandwidth WITH ${Object.entries(spec).map(([k, v]) => `${k}=${v}`).join(', ')}`);
         toast('SLO set.');
         await loadSLOs(); renderList();
       } catch (e) { toast(errorText(e)); }
     });
     root.append(card('Set reservation, limit and weight', f, note));
   }
-  // Live: served MB/s against reservation and fair share, per tenant.
+  // Live: served MB/s against reservation and the share the bandwidth
+  // controller assigns (the rate "asked" of the tenant's flows in /bw).
   const plots = h('div', { class: 'grid' });
   root.append(h('h2', {}, 'Served bandwidth against the objective'), plots);
-  let shares = {};
-  const stopShares = has(caps, '/bw') ? every(2000, async () => { shares = fairShares(await api('GET', '/v1/bw').catch(() => null)); }) : () => {};
+  let shares = null;
+  const stopShares = has(caps, '/bw') ? every(2000, async () => { shares = assignedShares(await api('GET', '/v1/bw').catch(() => null)); }) : () => {};
   const stopLive = live.subscribe(st => {
-    const now = live.now(), show = session.role === 'admin' ? [...new Set([...tenantsList.filter(t => live.tenantsSeen().includes(t)), ...(sloList || []).map(s => s.tenant)])] : [session.tenant];
+    const now = live.now(), seen = live.tenantsSeen();
+    const show = admin ? tenantsList.filter(t => seen.includes(t) || (sloList || []).some(s => s.tenant === t)) : [session.tenant];
     clear(plots, show.length ? show.map(t => {
       const s = (sloList || []).find(x => x.tenant === t);
       const refs = [];
-      const res = s && sloMBs(s, 'reservation');
-      if (res) refs.push({ name: 'reservation', value: res, color: '#137333' });
-      if (shares[t] !== undefined) refs.push({ name: 'fair share', value: shares[t] / MB, color: '#7e22ce' });
+      const res = s && (s.reservation || (s.get || 0) + (s.put || 0));
+      if (res) refs.push({ name: 'reservation', value: res / MB, color: '#137333' });
+      if (shares && shares[t] !== undefined) refs.push({ name: 'assigned share', value: shares[t] / MB, color: '#7e22ce' });
       const served = live.seriesOf(t, live.GET_BW, MB).map(([tt, v], i) => [tt, v + live.seriesOf(t, live.PUT_BW, MB)[i][1]]);
       return card(null, timePlot({ width: Math.min(widthOf(plots), 640), id: 'slo-' + t, title: `${t}: served`, unit: 'MB/s', windowMs: st.historyMs, now, refs, markers: live.markersFor(t),
         series: [{ name: 'served', color: colorOf(t), points: served }] }));
@@ -342,36 +391,15 @@ async function slos(root, { session }) {
   return () => { stopShares(); stopLive(); };
 }
 
-function sloField(s, k) {
-  const src = s.spec || s.params || s;
-  const v = src[k] ?? (src.bandwidth && src.bandwidth[k]);
-  return v === undefined ? '–' : String(v);
-}
-
-// sloMBs reads a rate field ("30MB/s", or bytes per second) in MB/s.
-function sloMBs(s, k) {
-  const v = (s.spec || s.params || s)[k];
-  if (v === undefined || v === null) return 0;
-  if (typeof v === 'number') return v / MB;
-  const m = /^([\d.]+)\s*([KMG]i?B)?/.exec(String(v));
-  if (!m) return 0;
-  const unit = { KB: 1e3, MB: 1e6, GB: 1e9, KiB: 1024, MiB: 1048576, GiB: 1073741824 }[m[2] || 'MB'] || 1e6;
-  return Number(m[1]) * unit / MB;
-}
-
-// fairShares reads per tenant the assigned rate out of the /bw view, in
-// bytes per second, whatever the exact shape: lists of objects with a
-// tenant and an assigned/share field.
-function fairShares(bw) {
+// assignedShares adds up, per tenant, the rate asked for its flows on
+// every node (bytes/s): what the bandwidth controller gives it, its fair
+// share of the moment.
+function assignedShares(bw) {
+  if (!bw || !Array.isArray(bw.nodes)) return null;
   const out = {};
-  const visit = v => {
-    if (Array.isArray(v)) { v.forEach(visit); return; }
-    if (!v || typeof v !== 'object') return;
-    const t = v.tenant, a = v.fair_share ?? v.assigned ?? v.assigned_bps ?? v.share;
-    if (typeof t === 'string' && typeof a === 'number') out[t] = (out[t] || 0) + a;
-    for (const x of Object.values(v)) if (x && typeof x === 'object') visit(x);
-  };
-  visit(bw);
+  for (const n of bw.nodes) for (const f of n.flows || []) {
+    if (typeof f.tenant === 'string' && typeof f.asked === 'number' && f.class !== 'background') out[f.tenant] = (out[f.tenant] || 0) + f.asked;
+  }
   return out;
 }
 
@@ -401,17 +429,37 @@ async function controllers(root) {
 async function nodes(root) {
   root.append(title('Nodes and devices'));
   const caps = await capabilities();
-  const devBox = h('div'), bwBox = h('div'), liveBox = h('div');
-  root.append(card('Bandwidth asked and served, active streams', bwBox), card('Devices', devBox), card('Workload per node (live)', liveBox));
+  const osBox = h('div'), flowBox = h('div'), devBox = h('div'), liveBox = h('div');
+  root.append(card('Bandwidth asked and served, active streams (osinfo)', osBox), card('Flows per node (tenant × class)', flowBox),
+    card('Devices', devBox), card('Workload per node (live)', liveBox));
+  const bwRate = v => (typeof v === 'number' ? fmtRate(v) : '–');
   const stopBw = has(caps, '/bw') ? every(2000, async () => {
-    try { clear(bwBox, genericTables(await api('GET', '/v1/bw'))); } catch (e) { clear(bwBox, failure('Bandwidth view', e)); }
-  }) : (clear(bwBox, notAvailable('Bandwidth view (/v1/bw)', 'The QoS controller that reports asked and served bandwidth per node and device is not in this build.')), () => {});
+    try {
+      const os = has(caps, '/bw/osinfo') ? await api('GET', '/v1/bw/osinfo') : await api('GET', '/v1/bw');
+      clear(osBox, table(['Node', 'Stage', 'Device', { label: 'Capacity', num: true }, { label: 'Asked', num: true }, { label: 'Served', num: true }, { label: 'Streams', num: true }, 'Assigned by', 'Updated'],
+        (os.nodes || []).map(n => h('tr', { 'data-node': n.node },
+          h('td', {}, n.node), h('td', {}, n.stage || '–'), h('td', {}, n.device || '–'),
+          h('td', { class: 'num' }, n.capacity ? bwRate(n.capacity) : 'not set'), h('td', { class: 'num' }, bwRate(n.asked)), h('td', { class: 'num' }, bwRate(n.served)),
+          h('td', { class: 'num' }, String(n.streams ?? '–')), h('td', {}, n.assigner || '–'), h('td', {}, fmtTime(n.updated)))),
+        { label: 'Bandwidth per node', empty: 'No node has reported bandwidth yet.' }),
+        os.algorithm ? h('p', { class: 'muted small' }, `Algorithm: ${os.algorithm}; assignment ${os.seq ?? ''}.`) : null);
+      const bw = await api('GET', '/v1/bw');
+      const rows = [];
+      for (const n of bw.nodes || []) for (const f of n.flows || []) {
+        rows.push(h('tr', {}, h('td', {}, n.node), h('td', {}, f.tenant), h('td', {}, f.class), h('td', { class: 'num' }, bwRate(f.asked)), h('td', {}, f.source || '–'),
+          h('td', { class: 'num' }, bwRate(f.served)), h('td', { class: 'num' }, String(f.active ?? f.streams ?? '–')),
+          h('td', { class: 'num' }, fmtNum(f.ops)), h('td', { class: 'num' }, fmtNum(f.rejected)), h('td', { class: 'num' }, fmtNum(f.waited_seconds, 2))));
+      }
+      clear(flowBox, table(['Node', 'Tenant', 'Class', { label: 'Asked', num: true }, 'Source', { label: 'Served', num: true }, { label: 'Active', num: true },
+        { label: 'Ops/s', num: true }, { label: 'SlowDown/s', num: true }, { label: 'Waited s', num: true }], rows, { label: 'Flows', empty: 'No flow.' }));
+    } catch (e) { clear(osBox, failure('Bandwidth view', e)); clear(flowBox); }
+  }) : (clear(osBox, notAvailable('Bandwidth view (/v1/bw)', 'The QoS controller that reports asked and served bandwidth per node is not in this build.')), () => {});
   if (has(caps, '/nodes')) {
     try {
       const ns = (await api('GET', '/v1/nodes')).nodes || [];
       clear(devBox, ns.map(n => h('div', {}, h('h3', {}, n.name, ' ', h('span', { class: 'muted small' }, n.backend)),
         n.note ? h('p', { class: 'muted' }, n.note) : null,
-        n.io ? h('p', { class: 'small' }, h('code', {}, JSON.stringify(n.io))) : null,
+        n.io ? h('p', { class: 'small' }, Object.entries(n.io).map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' · ')) : null,
         genericTable(n.devices || [], 'Devices'))));
     } catch (e) { clear(devBox, failure('Nodes', e)); }
   } else clear(devBox, notAvailable('Node and device list (/v1/nodes)'));
@@ -426,19 +474,8 @@ async function nodes(root) {
   return () => { stopBw(); stopLive(); };
 }
 
-// genericTables renders every list of objects in an API answer as a table:
-// for views whose exact fields this page does not need to know.
-function genericTables(d) {
-  if (Array.isArray(d)) return genericTable(d);
-  const out = [];
-  for (const [k, v] of Object.entries(d || {})) {
-    if (Array.isArray(v)) out.push(h('h3', {}, k), genericTable(v, k));
-    else if (v && typeof v === 'object') out.push(h('h3', {}, k), genericTables(v));
-    else out.push(h('p', {}, h('strong', {}, k + ': '), String(v)));
-  }
-  return out.length ? out : h('p', { class: 'muted' }, 'Empty.');
-}
-
+// genericTable renders a list of objects as a table, for views whose
+// exact fields this page does not need to know.
 function genericTable(items, label) {
   const cols = [];
   for (const it of items) for (const k of Object.keys(it || {})) if (!cols.includes(k)) cols.push(k);
@@ -453,33 +490,55 @@ async function volumes(root) {
   const caps = await capabilities();
   const poolBox = h('div'), volBox = h('div');
   root.append(card('Pools: reservations against capacity', poolBox), card('Volumes: placement and throttles', volBox));
+  const blockOff = e => (e && e.status === 501) ? notAvailable('Block storage', 'Block storage is not running on this node (' + errorText(e) + ').') : null;
   const load = async () => {
     if (has(caps, '/pools')) {
-      try { clear(poolBox, poolsView(await api('GET', '/v1/pools'))); } catch (e) { clear(poolBox, failure('Pools', e)); }
+      try { clear(poolBox, poolsView((await api('GET', '/v1/pools')).pools || [])); } catch (e) { clear(poolBox, blockOff(e) || failure('Pools', e)); }
     } else clear(poolBox, notAvailable('Pools (/v1/pools)', 'Block storage is not in this build.'));
     if (has(caps, '/volumes')) {
-      try { clear(volBox, genericTables(await api('GET', '/v1/volumes'))); } catch (e) { clear(volBox, failure('Volumes', e)); }
+      try { clear(volBox, volumesView((await api('GET', '/v1/volumes')).volumes || [])); } catch (e) { clear(volBox, blockOff(e) || failure('Volumes', e)); }
     } else clear(volBox, notAvailable('Volumes (/v1/volumes)', 'Block storage is not in this build.'));
   };
   return every(5000, load);
 }
 
-function poolsView(d) {
-  const ps = d.pools || (Array.isArray(d) ? d : []);
-  if (!ps.length) return genericTables(d);
-  const pct = (used, cap) => cap > 0 ? `${(100 * used / cap).toFixed(0)} %` : '–';
-  const g = (p, ...ks) => { for (const k of ks) { const v = k.split('.').reduce((o, x) => (o == null ? undefined : o[x]), p); if (v !== undefined) return v; } return undefined; };
-  return [table(['Pool', 'Usage type', 'Capacity', 'Reserved', 'MB/s reserved', 'IOPS reserved', 'Volumes'],
-    ps.map(p => {
-      const cap = g(p, 'capacity', 'capacity_bytes'), rc = g(p, 'reserved.capacity', 'reserved_capacity', 'reserved_bytes');
-      const mbs = g(p, 'mbps', 'seq_mbps', 'bandwidth'), rmbs = g(p, 'reserved.mbps', 'reserved_mbps');
-      const iops = g(p, 'iops', 'random_iops'), riops = g(p, 'reserved.iops', 'reserved_iops');
-      return h('tr', {}, h('td', {}, p.name), h('td', {}, String(g(p, 'usage', 'usage_type', 'class') ?? '–')),
-        h('td', {}, cap !== undefined ? fmtBytes(cap) : '–'), h('td', {}, rc !== undefined ? `${fmtBytes(rc)} (${pct(rc, cap)})` : '–'),
-        h('td', {}, rmbs !== undefined ? `${rmbs} of ${mbs ?? '?'} (${pct(rmbs, mbs)})` : '–'),
-        h('td', {}, riops !== undefined ? `${riops} of ${iops ?? '?'} (${pct(riops, iops)})` : '–'),
-        h('td', {}, String(g(p, 'volumes.length', 'volume_count') ?? '–')));
-    }), { label: 'Pools' }), h('details', {}, h('summary', {}, 'Raw view'), genericTables(d))];
+// share renders used of total as "used of total (p %)" with a meter.
+function share(used, total, fmt) {
+  const pct = total > 0 ? Math.min(100, 100 * (used || 0) / total) : 0;
+  return [`${fmt(used || 0)} of ${total ? fmt(total) : '?'}${total ? ` (${pct.toFixed(0)} %)` : ''}`,
+    h('div', { class: 'bar', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': pct.toFixed(0), 'aria-label': 'reserved share' }, svgBar(pct))];
+}
+
+function poolsView(ps) {
+  const iops = v => `${Math.round(v)} IO/s`;
+  return table(['Pool', 'Usage', 'Capacity reserved', 'MB/s reserved', 'IOPS reserved', 'Volumes'],
+    ps.map(p => h('tr', { 'data-pool': p.name },
+      h('td', {}, h('strong', {}, p.name), p.dir ? h('div', { class: 'muted small' }, p.dir) : null), h('td', {}, p.usage || '–'),
+      h('td', {}, share(p.reserved_capacity, p.capacity, fmtBytes)), h('td', {}, share(p.reserved_seq_bw, p.seq_bw, fmtRate)),
+      h('td', {}, share(p.reserved_iops, p.rand_iops, iops)), h('td', {}, (p.volumes || []).join(', ') || '–'))),
+    { label: 'Pools', empty: 'No pool.' });
+}
+
+function volumesView(vs) {
+  const thr = t => {
+    if (!t) return 'none';
+    const parts = [];
+    if (t.read_bw) parts.push(`read ${fmtRate(t.read_bw)}`);
+    if (t.write_bw) parts.push(`write ${fmtRate(t.write_bw)}`);
+    if (t.read_iops) parts.push(`read ${t.read_iops} IO/s`);
+    if (t.write_iops) parts.push(`write ${t.write_iops} IO/s`);
+    return parts.join(', ') || 'none';
+  };
+  return table(['Volume', 'Tenant', { label: 'Size', num: true }, 'Class', 'Placement', 'Throttle in force', 'Filters', 'Now', 'Open'],
+    vs.map(v => h('tr', { 'data-volume': v.name },
+      h('td', {}, h('strong', {}, v.name)), h('td', {}, v.tenant || '–'), h('td', { class: 'num' }, fmtBytes(v.size)),
+      h('td', {}, `${v.class || '–'}${v.seq_bw ? ' ' + fmtRate(v.seq_bw) : ''}${v.iops ? ' ' + v.iops + ' IO/s' : ''}`),
+      h('td', {}, (v.extents || []).map(e => h('div', { class: 'small' }, `${e.pool}: ${fmtBytes(e.capacity)}${e.seq_bw ? ', ' + fmtRate(e.seq_bw) : ''}${e.iops ? ', ' + e.iops + ' IO/s' : ''}`))),
+      h('td', { class: 'small' }, thr(v.effective_throttle || v.throttle)),
+      h('td', { class: 'small' }, (v.filters || []).map(f => f.filter).join(' → ') || '–'),
+      h('td', { class: 'small' }, v.rates ? `R ${fmtRate(v.rates.read_bw || 0)} · W ${fmtRate(v.rates.write_bw || 0)} · ${Math.round((v.rates.read_iops || 0) + (v.rates.write_iops || 0))} IO/s` : '–'),
+      h('td', {}, v.open ? 'yes' : 'no'))),
+    { label: 'Volumes', empty: 'No volume.' });
 }
 
 export const pages = {

@@ -1,0 +1,38 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+)
+
+var uiRounds = flag.Int("ui-rounds", 10, "BenchmarkUIOverhead: pairs of batches (no dashboard, dashboards)")
+
+// BenchmarkUIOverhead is the dashboard's cost to the data path: 4 KiB GETs
+// through a facet serve process ($FACET_BIN) with no dashboard open and
+// with ten streaming the live plots (goal: throughput ≥ 0.98× of none).
+// It measures once, whatever b.N: run it with -benchtime=1x.
+//
+//	FACET_BIN=bin/facet go test -run='^$' -bench=UIOverhead -benchtime=1x ./internal/bench/
+func BenchmarkUIOverhead(b *testing.B) {
+	if os.Getenv("FACET_BIN") == "" {
+		b.Fatal("set FACET_BIN to a facet binary (make bench does)")
+	}
+	// About 3 s per batch here, so that each "on" batch spans several
+	// periods of the live feed.
+	sc := SpineScenario{Size: 4 << 10, Ops: 24000 * *uiRounds, Concurrency: 8}
+	res, err := RunUIOverhead(context.Background(), b.TempDir(), sc, 10, *uiRounds, os.Stderr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("\nDashboard overhead: %d dashboards streaming /ui/api/events (and reading /ui/api/policies every 3 s) vs none, %d rounds of %d GETs each side\n\n",
+		res.Dashboards, *uiRounds, sc.Ops / *uiRounds)
+	WriteTable(os.Stdout, res.Rows)
+	fmt.Println()
+	WriteUIOverhead(os.Stdout, res)
+	fmt.Printf("\nThe dashboards received %d events (%d bytes) over %.1f s of streaming.\n", res.Events, res.EventBytes, res.Open.Seconds())
+	b.ReportMetric(res.Summary[0].ThroughputRatio, "get-ratio")
+	b.ReportMetric(res.Summary[0].CPURatio, "cpu-ratio")
+}
