@@ -243,7 +243,9 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	shot("policies-error")
 	// Fix it: the error goes, Apply stores it, the list shows it active.
-	clearEditor := func() { evalJS[bool](t, ctx, `(() => { document.querySelector("#policy-text").value = ""; return true; })()`) }
+	clearEditor := func() {
+		evalJS[bool](t, ctx, `(() => { document.querySelector("#policy-text").value = ""; return true; })()`)
+	}
 	clearEditor()
 	run("fix the typo", chromedp.SendKeys("#policy-text", "FOR TENANT acme DO SET compression WITH engine=zstd"))
 	poll("valid", `!!document.querySelector("#policy-valid") && !document.querySelector("#policy-apply").disabled`)
