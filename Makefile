@@ -82,6 +82,8 @@ bench: build
 	$(GO) test -run='^$$' -bench='Compression|Decompression|Encryption|Noop' -benchtime=2s -cpu=1 ./internal/filter/
 	# Prometheus exporter: 4 KiB PUT/GET with and without it, its cost per request, filter timing.
 	$(GO) test -run='^$$' -bench=. -benchtime=2s -cpu=1 ./internal/promexp/
+	# seeds/003 Fig. 1-4: 2..32 concurrent 256 MiB GET streams from the disk, one thread per stream vs round-robin pool (Jain's index); classification cost.
+	./$(BIN) bench streams
 
 # A local Redis for `facet serve --meta $$(scripts/redis.sh url)`.
 redis-start:
