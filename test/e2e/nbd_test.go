@@ -421,3 +421,111 @@ func TestNBDCrash(t *testing.T) {
 		}
 	}
 }
+
+// TestNBDPlacement: the reservation scheduler through the API, with
+// placement visible; throttles from a policy and the API, changed at run
+// time, visible as the effective throttle.
+func TestNBDPlacement(t *testing.T) {
+	data := t.TempDir()
+	srv := startBlockServer(t, data, "e2e-admin-"+randHex(8))
+	srv.createTenant(t, "acme")
+	for _, p := range [][]string{
+		{"hdd1", "--usage", "sequential", "--capacity", "100GiB", "--seq-bw", "200MB/s"},
+		{"hdd2", "--usage", "sequential", "--capacity", "100GiB", "--seq-bw", "200MB/s"},
+		{"ssd", "--usage", "random", "--capacity", "20GiB", "--iops", "10000"},
+	} {
+		srv.mustCtl(t, append([]string{"pool", "create", p[0], "--dir", filepath.Join(data, p[0])}, p[1:]...)...)
+	}
+	for _, tc := range []struct {
+		args      []string
+		placement string // "" = refused
+		refusal   string
+	}{
+		{[]string{"fit", "--size", "10GiB", "--class", "sequential", "--seq-bw", "60MB/s"}, "hdd1", ""},
+		// No pool has 250 MB/s left; two can give 125 each.
+		{[]string{"stripe", "--size", "10GiB", "--class", "sequential", "--seq-bw", "250MB/s"}, "hdd1,hdd2", ""},
+		{[]string{"rnd", "--size", "10GiB", "--class", "random", "--iops", "6000"}, "ssd", ""},
+		{[]string{"too-many-iops", "--size", "1GiB", "--class", "random", "--iops", "5000"}, "", "needs 5000 IOPS, 4000 unreserved of 10000"},
+		{[]string{"wrong-class", "--size", "1GiB", "--class", "sequential"}, "", "a sequential volume reserves MB/s"},
+		{[]string{"cold", "--size", "9GiB", "--class", "cold"}, "ssd", ""},
+		{[]string{"be", "--size", "1GiB", "--class", "best-effort"}, "", "pool hdd1 is for sequential volumes"},
+	} {
+		out, err := srv.ctl(t, append([]string{"volume", "create", tc.args[0], "--tenant", "acme", "-o", "json"}, tc.args[1:]...)...)
+		if tc.placement == "" {
+			if err == nil || !strings.Contains(err.Error(), tc.refusal) {
+				t.Errorf("%s: %v %s, want refusal with %q", tc.args[0], err, out, tc.refusal)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.args[0], err)
+			continue
+		}
+		var v volumeInfo
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatal(err)
+		}
+		var pools []string
+		for _, e := range v.Extents {
+			pools = append(pools, e.Pool)
+		}
+		if strings.Join(pools, ",") != tc.placement {
+			t.Errorf("%s placed on %v, want %s", tc.args[0], pools, tc.placement)
+		}
+	}
+	// The striped volume works end to end.
+	run(t, "qemu-io", "-f", "raw", "-c", "write -P 0x5a 1000k 3M", "-c", "read -P 0x5a 1000k 3M", srv.uri("stripe"))
+	var pl struct {
+		Pools []struct {
+			Name          string   `json:"name"`
+			ReservedSeqBW int64    `json:"reserved_seq_bw"`
+			Volumes       []string `json:"volumes"`
+		} `json:"pools"`
+	}
+	if err := json.Unmarshal(srv.mustCtl(t, "pool", "list", "-o", "json"), &pl); err != nil {
+		t.Fatal(err)
+	}
+	if pl.Pools[0].Name != "hdd1" || pl.Pools[0].ReservedSeqBW != 185e6 || len(pl.Pools[0].Volumes) != 2 {
+		t.Errorf("pool hdd1: %+v", pl.Pools[0])
+	}
+	if _, err := srv.ctl(t, "pool", "delete", "hdd2"); err == nil {
+		t.Error("a pool holding a stripe member was deleted")
+	}
+
+	// Throttles: policy, then the API on top, at run time.
+	effective := func() map[string]int64 {
+		var v struct {
+			Effective map[string]int64 `json:"effective_throttle"`
+		}
+		if err := json.Unmarshal(srv.mustCtl(t, "volume", "show", "fit", "-o", "json"), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v.Effective
+	}
+	srv.mustCtl(t, "policy", "add", "FOR VOLUME fit DO SET throttle WITH read_bw=3MB/s, write_iops=3000")
+	deadline := time.Now().Add(20 * time.Second)
+	for effective()["read_bw"] != 3e6 {
+		if time.Now().After(deadline) {
+			t.Fatalf("policy throttle not in force: %v", effective())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	srv.mustCtl(t, "volume", "throttle", "fit", "--write-iops", "5000", "--read-iops", "700")
+	if e := effective(); e["read_bw"] != 3e6 || e["write_iops"] != 5000 || e["read_iops"] != 700 {
+		t.Errorf("policy + API throttle: %v", e)
+	}
+	if _, err := srv.ctl(t, "policy", "validate", "FOR VOLUME fit DO SET throttle WITH read_bw=fast"); err == nil {
+		t.Error("a bad throttle validated")
+	}
+	srv.mustCtl(t, "volume", "resize", "rnd", "11GiB") // ssd: 11 + 9 (cold) = 20 GiB
+	if _, err := srv.ctl(t, "volume", "resize", "rnd", "30GiB"); err == nil || !strings.Contains(err.Error(), "capacity") {
+		t.Errorf("resize beyond the pool: %v", err)
+	}
+	if out := run(t, "nbdinfo", srv.uri("rnd")); !strings.Contains(out, "11811160064") {
+		t.Errorf("resized volume: %s", out)
+	}
+	srv.mustCtl(t, "volume", "delete", "cold")
+	if _, err := srv.ctl(t, "volume", "show", "cold"); err == nil {
+		t.Error("deleted volume still shown")
+	}
+}
