@@ -63,19 +63,37 @@ func (b *Backend) CreateBucket(ctx context.Context, bucket string) error {
 	if ok {
 		return fmt.Errorf("s3 backend: bucket %q: %w", bucket, storage.ErrBucketExists)
 	}
-	return b.putSmall(ctx, b.markerKey(bucket), nil, nil)
+	if err := b.putSmall(ctx, b.markerKey(bucket), nil, nil); err != nil {
+		return err
+	}
+	b.known.Store(bucket, time.Now())
+	return nil
 }
 
-// BucketExists checks the bucket's marker object.
+// BucketExists checks the bucket's marker object (always in the backend).
 func (b *Backend) BucketExists(ctx context.Context, bucket string) (bool, error) {
 	_, err := b.head(ctx, b.markerKey(bucket))
 	if isNotFound(err) {
+		b.known.Delete(bucket)
 		return false, nil
+	}
+	if err == nil {
+		b.known.Store(bucket, time.Now())
 	}
 	return err == nil, err
 }
 
+// bucketTTL is how long a bucket seen to exist is taken to exist without
+// asking the backend again. The S3 front end has checked the bucket's
+// owner in the metadata store before any object call, so this only bounds
+// how long a bucket deleted through another gateway can receive a write
+// that raced the deletion.
+const bucketTTL = 5 * time.Second
+
 func (b *Backend) needBucket(ctx context.Context, bucket string) error {
+	if at, ok := b.known.Load(bucket); ok && time.Since(at.(time.Time)) < bucketTTL {
+		return nil
+	}
 	ok, err := b.BucketExists(ctx, bucket)
 	if err == nil && !ok {
 		err = fmt.Errorf("s3 backend: bucket %q: %w", bucket, storage.ErrBucketNotFound)
@@ -117,6 +135,7 @@ func (b *Backend) DeleteBucket(ctx context.Context, bucket string) error {
 	if len(lu.Uploads) > 0 {
 		return fmt.Errorf("s3 backend: bucket %q has uploads: %w", bucket, storage.ErrBucketNotEmpty)
 	}
+	b.known.Delete(bucket)
 	return b.deleteKey(ctx, b.markerKey(bucket))
 }
 
@@ -148,6 +167,10 @@ func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.
 		return storage.ObjectInfo{}, err
 	}
 	full := b.objKey(bucket, key)
+	// The object being replaced may point at a metadata sidecar, deleted
+	// once the new object is in place. The HEAD must precede the write: run
+	// alongside it, it could see the new object and the old sidecar would
+	// leak.
 	old, oldErr := b.head(ctx, full)
 	bufp := b.pool.Get().(*[]byte)
 	defer b.pool.Put(bufp)
@@ -158,6 +181,7 @@ func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.
 	}
 	meta := in.Meta
 	var stored int64
+	var newRef string
 	if eof {
 		if in.Seal != nil {
 			if err := in.Seal(&meta); err != nil {
@@ -172,14 +196,14 @@ func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.
 			b.dropMetaRef(ctx, um)
 			return storage.ObjectInfo{}, err
 		}
-		stored = int64(n)
+		stored, newRef = int64(n), um[metaRefKey]
 	} else {
-		stored, err = b.putStream(ctx, full, buf, n, in.Body, &meta, in.Seal)
+		stored, newRef, err = b.putStream(ctx, full, buf, n, in.Body, &meta, in.Seal)
 		if err != nil {
 			return storage.ObjectInfo{}, err
 		}
 	}
-	if oldErr == nil {
+	if oldErr == nil && old.Metadata[metaRefKey] != newRef {
 		b.dropMetaRef(ctx, old.Metadata)
 	}
 	return storage.ObjectInfo{Bucket: bucket, Key: key, LastModified: time.Now().UTC(), StoredSize: stored, Meta: meta}, nil
@@ -187,7 +211,7 @@ func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.
 
 // putStream uploads a body longer than one part as a backend multipart
 // upload at the final key; the object appears only at Complete, after Seal.
-func (b *Backend) putStream(ctx context.Context, full string, buf []byte, n int, body io.Reader, meta *storage.ObjectMeta, seal func(*storage.ObjectMeta) error) (int64, error) {
+func (b *Backend) putStream(ctx context.Context, full string, buf []byte, n int, body io.Reader, meta *storage.ObjectMeta, seal func(*storage.ObjectMeta) error) (int64, string, error) {
 	// The metadata is known only after Seal, but S3 fixes user metadata at
 	// CreateMultipartUpload: point at a sidecar id chosen now and written
 	// before Complete.
@@ -198,7 +222,7 @@ func (b *Backend) putStream(ctx context.Context, full string, buf []byte, n int,
 	})
 	cancel()
 	if err != nil {
-		return 0, mapErr(err)
+		return 0, "", mapErr(err)
 	}
 	done := false
 	defer func() {
@@ -213,7 +237,7 @@ func (b *Backend) putStream(ctx context.Context, full string, buf []byte, n int,
 	var total int64
 	for num := int32(1); ; num++ {
 		if num > 10000 {
-			return 0, fmt.Errorf("s3 backend: object exceeds 10000 parts of %d bytes", len(buf))
+			return 0, "", fmt.Errorf("s3 backend: object exceeds 10000 parts of %d bytes", len(buf))
 		}
 		cctx, cancel := b.call(ctx)
 		up, err := b.cli.UploadPart(cctx, &s3.UploadPartInput{
@@ -222,14 +246,14 @@ func (b *Backend) putStream(ctx context.Context, full string, buf []byte, n int,
 		})
 		cancel()
 		if err != nil {
-			return 0, mapErr(err)
+			return 0, "", mapErr(err)
 		}
 		parts = append(parts, types.CompletedPart{ETag: up.ETag, PartNumber: aws.Int32(num)})
 		total += int64(n)
 		var eof bool
 		n, eof, err = readFull(body, buf)
 		if err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		if eof && n == 0 {
 			break
@@ -243,7 +267,7 @@ func (b *Backend) putStream(ctx context.Context, full string, buf []byte, n int,
 			})
 			cancel()
 			if err != nil {
-				return 0, mapErr(err)
+				return 0, "", mapErr(err)
 			}
 			parts = append(parts, types.CompletedPart{ETag: up.ETag, PartNumber: aws.Int32(num + 1)})
 			total += int64(n)
@@ -252,15 +276,15 @@ func (b *Backend) putStream(ctx context.Context, full string, buf []byte, n int,
 	}
 	if seal != nil {
 		if err := seal(meta); err != nil {
-			return 0, err
+			return 0, "", err
 		}
 	}
 	js, err := jsonMeta(*meta)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if err := b.putSmall(ctx, b.metaSidecar(ref), js, nil); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	cctx, cancel = b.call(ctx)
 	defer cancel()
@@ -269,10 +293,10 @@ func (b *Backend) putStream(ctx context.Context, full string, buf []byte, n int,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	})
 	if err != nil {
-		return 0, mapErr(err)
+		return 0, "", mapErr(err)
 	}
 	done = true
-	return total, nil
+	return total, ref, nil
 }
 
 // GetObject streams the stored bytes; ranges pass through to the backend.

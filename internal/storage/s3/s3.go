@@ -121,6 +121,8 @@ type Backend struct {
 	timeout  time.Duration
 	spoolDir string
 	pool     sync.Pool
+	// known maps a Facet bucket seen to exist to when it was (time.Time).
+	known sync.Map
 }
 
 var _ storage.Backend = (*Backend)(nil)
