@@ -218,42 +218,55 @@ type serveProcess struct{ pid int }
 // loopback ports with args added, and returns a client for a fresh tenant. The
 // gateway's stop sends SIGTERM and waits.
 func startServeProcess(ctx context.Context, dir string, args ...string) (*gateway, *serveProcess, error) {
-	exe := os.Getenv("FACET_BIN") // tests run from a test binary
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return nil, nil, err
-		}
-	}
 	const token = "bench-token"
-	cmd := exec.Command(exe, append([]string{"serve", "--data", dir, "--s3-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+	s3, admin, stop, proc, err := startFacetProcess(nil, append([]string{"serve", "--data", dir, "--s3-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
 		"--admin-token", token, "--unsafe-no-fsync", "--log-level", "info"}, args...)...)
-	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	g, err := newGateway(ctx, s3, admin, token, stop)
+	if err != nil {
 		return nil, nil, err
 	}
-	stop := func() {
+	return g, proc, nil
+}
+
+// startFacetProcess runs this executable (or $FACET_BIN) with args and env
+// added to the environment, and waits for its "facet ready" log line with
+// the bound addresses. stop sends SIGTERM and waits.
+func startFacetProcess(env []string, args ...string) (s3, admin string, stop func(), proc *serveProcess, err error) {
+	exe := os.Getenv("FACET_BIN") // tests run from a test binary
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return "", "", nil, nil, err
+		}
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return "", "", nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", "", nil, nil, err
+	}
+	stop = func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	}
 	lines := bufio.NewScanner(stderr)
 	var ready struct{ Msg, S3, Admin string }
+	var last []byte
 	for ready.Msg != "facet ready" && lines.Scan() {
+		last = append(last[:0], lines.Bytes()...)
 		_ = json.Unmarshal(lines.Bytes(), &ready)
 	}
 	if ready.Msg != "facet ready" {
 		stop()
-		return nil, nil, fmt.Errorf("facet serve %v did not start", args)
+		return "", "", nil, nil, fmt.Errorf("facet %s did not start: %s", args[0], last)
 	}
 	go func() { _, _ = io.Copy(io.Discard, stderr) }() // it logs on
-	g, err := newGateway(ctx, ready.S3, ready.Admin, token, stop)
-	if err != nil {
-		return nil, nil, err
-	}
-	return g, &serveProcess{pid: cmd.Process.Pid}, nil
+	return ready.S3, ready.Admin, stop, &serveProcess{pid: cmd.Process.Pid}, nil
 }
 
 // cpu is the time the process's threads have run, from the kernel's
