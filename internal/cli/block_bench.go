@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facet-sds/facet/internal/bench"
+)
+
+func newBenchNBDCommand() *cobra.Command {
+	var o bench.NBDOptions
+	var size string
+	cmd := &cobra.Command{
+		Use:   "nbd",
+		Short: "Block storage: fio through Facet's NBD server vs nbdkit's file plugin, the 4-volume throttle experiment, filter costs",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Dir == "" {
+				d, err := os.MkdirTemp("", "facet-bench-nbd-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(d)
+				o.Dir = d
+			}
+			n, err := parseSizeFlag(size)
+			if err != nil {
+				return err
+			}
+			o.Size, o.Out, o.Log = n, cmd.OutOrStdout(), cmd.ErrOrStderr()
+			return bench.RunNBD(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Dir, "dir", "", "scratch directory on the disk to measure (default: a temporary directory)")
+	f.DurationVar(&o.Runtime, "runtime", 8*time.Second, "fio runtime per job")
+	f.StringVar(&size, "size", "512MiB", "bytes per volume")
+	f.StringVar(&o.Only, "only", "", "run one part: vs-nbdkit, throttle or filters")
+	return cmd
+}
+
+// parseSizeFlag reads 512MiB, 1GiB or a byte count.
+func parseSizeFlag(s string) (int64, error) {
+	mult := int64(1)
+	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if len(s) > len(suffix) && s[len(s)-len(suffix):] == suffix {
+			s, mult = s[:len(s)-len(suffix)], m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("size %q: want a positive number of bytes, KiB, MiB or GiB", s)
+	}
+	return n * mult, nil
+}
