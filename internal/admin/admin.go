@@ -187,6 +187,7 @@ var routes = []route{
 	{http.MethodPut, "/tenants/{name}/context-rules", (*handler).putContextRules},
 	{http.MethodDelete, "/tenants/{name}/context-rules", (*handler).deleteContextRules},
 	{http.MethodGet, "/context/flows", (*handler).contextFlows},
+	{http.MethodGet, "/volumes/{volume}/locality", (*handler).volumeLocality},
 	{http.MethodPost, "/pools", (*handler).createPool},
 	{http.MethodGet, "/pools", (*handler).listPools},
 	{http.MethodDelete, "/pools/{pool}", (*handler).deletePool},

@@ -86,7 +86,7 @@ func TestLocalitySchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range []any{Locality{}, Node{}, NodeList{}, sysdev.Placement{}, sysdev.Mount{}, sysdev.Device{}, storage.RemoteLocation{}, storage.IOStatus{},
-		flowctx.Rules{}, flowctx.Rule{}, ContextFlows{}, flowctx.FlowStats{}} {
+		flowctx.Rules{}, flowctx.Rule{}, ContextFlows{}, flowctx.FlowStats{}, VolumeLocality{}, VolumeMember{}} {
 		typ := reflect.TypeOf(v)
 		var fields, props []string
 		for i := range typ.NumField() {

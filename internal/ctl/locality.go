@@ -16,12 +16,24 @@ import (
 // Commands for the data locality service and the node report.
 
 func (o *options) localityCommand() *cobra.Command {
-	var tenant string
+	var tenant, volume string
 	cmd := &cobra.Command{
-		Use:   "locality BUCKET KEY",
-		Short: "Tell where an object's bytes are: node, device and path, or the remote store's endpoint and what it tells",
-		Args:  cobra.ExactArgs(2),
+		Use:   "locality BUCKET KEY | locality --volume NAME",
+		Short: "Tell where an object's or a volume's bytes are: node, device and path, the remote store's endpoint and what it tells, or a volume's stripe layout",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if volume != "" {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		},
 		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
+			if volume != "" {
+				var vl admin.VolumeLocality
+				if err := c.do(ctx, http.MethodGet, "/volumes/"+seg(volume)+"/locality", nil, &vl); err != nil {
+					return err
+				}
+				return p.print(vl, []string{"MEMBER", "POOL", "PATH", "CAPACITY", "DEVICE", "SCHEDULER"}, volumeRows(vl))
+			}
 			l, err := c.locality(ctx, args[0], args[1], tenant)
 			if err != nil {
 				return err
@@ -30,7 +42,26 @@ func (o *options) localityCommand() *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", "", "answer only if the bucket belongs to this tenant")
+	cmd.Flags().StringVar(&volume, "volume", "", "a block volume instead of an object")
 	return cmd
+}
+
+// volumeRows lists a volume's stripe members, the stripe unit in the
+// first row's member column ("0/1MiB").
+func volumeRows(vl admin.VolumeLocality) [][]string {
+	rows := make([][]string, 0, len(vl.Members))
+	for _, m := range vl.Members {
+		dev, sched := "-", "-"
+		if m.FS != nil && m.FS.Device != nil {
+			dev, sched = m.FS.Device.Name, m.FS.Device.Scheduler
+		}
+		path := m.Path
+		if !m.Exists {
+			path += " (not created yet)"
+		}
+		rows = append(rows, []string{fmt.Sprintf("%d/%d (unit %d)", m.Index, vl.Width, vl.StripeUnit), m.Pool, path, strconv.FormatInt(m.Capacity, 10), dev, sched})
+	}
+	return rows
 }
 
 func localityRows(l admin.Locality) [][]string {

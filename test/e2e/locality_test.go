@@ -126,3 +126,37 @@ func TestLocalityRemote(t *testing.T) {
 		t.Fatalf("%v %s", err, out)
 	}
 }
+
+// A striped block volume answers with its stripe layout: one member per
+// pool, each a file in its pool's directory on a device of this node.
+func TestLocalityVolume(t *testing.T) {
+	data := t.TempDir()
+	srv := startBlockServer(t, data, "e2e-admin-"+randHex(8))
+	srv.createTenant(t, "acme")
+	for _, p := range []string{"hdd1", "hdd2"} {
+		srv.mustCtl(t, "pool", "create", p, "--dir", filepath.Join(data, p), "--usage", "sequential", "--capacity", "100GiB", "--seq-bw", "200MB/s")
+	}
+	srv.mustCtl(t, "volume", "create", "stripe", "--tenant", "acme", "--size", "1GiB", "--class", "sequential", "--seq-bw", "250MB/s")
+	out, err := srv.ctl(t, "locality", "--volume", "stripe", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vl admin.VolumeLocality
+	if err := json.Unmarshal(out, &vl); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if vl.Volume != "stripe" || vl.Tenant != "acme" || vl.Width != 2 || vl.StripeUnit <= 0 || len(vl.Members) != 2 || vl.Node == "" {
+		t.Fatalf("%s", out)
+	}
+	for i, m := range vl.Members {
+		if m.Index != i || !strings.HasPrefix(m.Path, filepath.Join(data, m.Pool)+string(filepath.Separator)) || m.FS == nil || m.FS.Mount.Point == "" {
+			t.Fatalf("member %d: %+v", i, m)
+		}
+	}
+	if vl.Members[0].Pool == vl.Members[1].Pool {
+		t.Fatalf("both members on %s", vl.Members[0].Pool)
+	}
+	if _, err := srv.ctl(t, "locality", "--volume", "nope"); err == nil {
+		t.Fatal("an unknown volume must fail")
+	}
+}
