@@ -23,6 +23,10 @@ type csvReader struct {
 	need    int
 	row     csvRow
 	scratch []byte
+	// line is the current record's bytes and plain whether it holds no
+	// quote character (its fields are then slices of it).
+	line    []byte
+	plain   bool
 	offs    []int
 	records int64
 }
@@ -72,7 +76,8 @@ func (c *csvReader) next() (*csvRow, int64, error) {
 // fields are views of the line itself.
 func (c *csvReader) split(line []byte, start int64) error {
 	f := c.row.fields[:0]
-	if bytes.IndexByte(line, c.q) < 0 {
+	c.line, c.plain = line, bytes.IndexByte(line, c.q) < 0
+	if c.plain {
 		// Fields are short: one pass over the bytes beats a call per
 		// field.
 		need, fd, from := c.need, c.fd, 0

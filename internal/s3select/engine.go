@@ -100,6 +100,8 @@ type run struct {
 	procd    *countingReader
 	last     time.Time
 	returned int64
+	// rawCSV is set when SELECT * records may be copied verbatim.
+	rawCSV *csvEncoder
 }
 
 func (p *prepared) Run(ctx context.Context, in Input, out Sink) (Stats, error) {
@@ -264,7 +266,12 @@ func (r *run) exec(in Input) error {
 			return err
 		}
 		csvr.row.names = names
-		if !r.prog.AllFields {
+		if ce, ok := r.enc.(*csvEncoder); ok && r.prog.Star && !r.prog.Aggregate && !r.prog.WholeRecord {
+			// SELECT * to CSV: records that need no quoting are copied
+			// as they are; only the fields WHERE reads are split.
+			r.rawCSV = ce
+		}
+		if !r.prog.AllFields || r.rawCSV != nil && !r.prog.WholeRecord {
 			csvr.need = 0
 			if f := r.prog.Fields; len(f) > 0 {
 				csvr.need = f[len(f)-1] + 1
@@ -371,7 +378,19 @@ func (r *run) loop(src rowSource, csvr *csvReader, last int64) error {
 		}
 		emitted++
 		if star {
-			if csvr != nil {
+			if r.rawCSV != nil && csvr.plain && r.rawCSV.rawOK(csvr.fd, csvr.line) {
+				r.buf = append(r.buf, csvr.line...)
+				r.buf = append(r.buf, r.rawCSV.rd...)
+			} else if csvr != nil {
+				if csvr.need >= 0 {
+					// Split the whole record for re-encoding.
+					need := csvr.need
+					csvr.need = -1
+					if err := csvr.split(csvr.line, off); err != nil {
+						return err
+					}
+					csvr.need = need
+				}
 				names := r.names
 				if len(names) < len(csvr.row.fields) {
 					names = starNames(names, len(csvr.row.fields))
@@ -407,6 +426,15 @@ func starNames(names []string, n int) []string {
 
 // appendDoc writes a whole record (SELECT * over JSON or Parquet).
 func (r *run) appendDoc(b []byte, row sql.Row) []byte {
+	if pr, ok := row.(*parquetRow); ok {
+		// Columns straight to the encoder: no record object per row.
+		vals := r.vals[:0]
+		for _, ci := range pr.p.need {
+			vals = append(vals, pr.Field(ci))
+		}
+		r.vals = vals
+		return r.enc.row(b, pr.p.starNames(), vals)
+	}
 	doc := row.Doc()
 	if je, ok := r.enc.(*jsonEncoder); ok {
 		if doc.K == sql.Object {

@@ -1,6 +1,8 @@
 package s3select
 
 import (
+	"bytes"
+
 	"github.com/facet-sds/facet/internal/s3select/sql"
 )
 
@@ -28,8 +30,11 @@ type csvEncoder struct {
 	rd         string
 	always     bool
 	scratch    []byte
-	// special marks the bytes that make a field need quotes.
-	special [256]bool
+	// special marks the bytes that make a field need quotes; rawCheck
+	// lists them but for the field delimiter and LF (a record never
+	// holds those outside quotes).
+	special  [256]bool
+	rawCheck []byte
 }
 
 func (e *csvEncoder) init() *csvEncoder {
@@ -39,7 +44,27 @@ func (e *csvEncoder) init() *csvEncoder {
 	for i := 0; i < len(e.rd); i++ {
 		e.special[e.rd[i]] = true
 	}
+	for c := range e.special {
+		if e.special[c] && byte(c) != e.fd && byte(c) != '\n' {
+			e.rawCheck = append(e.rawCheck, byte(c))
+		}
+	}
 	return e
+}
+
+// rawOK reports whether a record read with input field delimiter fd and
+// holding no quote character is written out as its own bytes: the same
+// delimiter, and none of the bytes that would make a field need quotes.
+func (e *csvEncoder) rawOK(fd byte, line []byte) bool {
+	if e.always || e.fd != fd {
+		return false
+	}
+	for _, c := range e.rawCheck {
+		if bytes.IndexByte(line, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *csvEncoder) field(b []byte, s string) []byte {

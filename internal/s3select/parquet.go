@@ -19,9 +19,11 @@ type sourceReaderAt struct {
 	ctx     context.Context
 	in      Input
 	scanned *int64
+	calls   *int
 }
 
 func (s sourceReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	*s.calls++
 	size := s.in.Size()
 	if off >= size {
 		return 0, io.EOF
@@ -59,17 +61,20 @@ type parquetReader struct {
 	bi      int
 	row     parquetRow
 	offsets []int64 // file offset of each row group
+	names2  []string
+	reads   int // ReadAt calls, each one ranged read of the object
 }
 
 const parquetBatch = 1024
 
 func openParquet(ctx context.Context, in Input, scanned *int64) (*parquetReader, error) {
-	f, err := parquet.OpenFile(sourceReaderAt{ctx: ctx, in: in, scanned: scanned}, in.Size(),
+	p := &parquetReader{}
+	f, err := parquet.OpenFile(sourceReaderAt{ctx: ctx, in: in, scanned: scanned, calls: &p.reads}, in.Size(),
 		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.ReadBufferSize(1<<20))
 	if err != nil {
 		return nil, &Error{Code: CodeParquetParsingError, Message: "the object is not a readable Parquet file", Err: err}
 	}
-	p := &parquetReader{f: f}
+	p.f = f
 	for _, path := range f.Schema().Columns() {
 		leaf, _ := f.Schema().Lookup(path...)
 		if leaf.MaxRepetitionLevel > 0 {
@@ -132,6 +137,16 @@ func containsInt(a []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// starNames are the names of the columns read, for SELECT *.
+func (p *parquetReader) starNames() []string {
+	if p.names2 == nil {
+		for _, ci := range p.need {
+			p.names2 = append(p.names2, p.names[ci])
+		}
+	}
+	return p.names2
 }
 
 func (p *parquetReader) next() (*parquetRow, int64, error) {

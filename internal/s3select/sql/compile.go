@@ -50,6 +50,9 @@ type Program struct {
 	// references): readers use them to skip work on the rest.
 	Fields    []int
 	AllFields bool
+	// WholeRecord is set when an expression reads the whole record (a
+	// path that is only the alias): SELECT * alone does not set it.
+	WholeRecord bool
 
 	where evalFn
 	projs []evalFn
@@ -391,7 +394,7 @@ func (c *compiler) expr(n Node) (evalFn, error) {
 func (c *compiler) path(n *Path) (evalFn, error) {
 	steps := c.stripAlias(n.Steps)
 	if len(steps) == 0 {
-		c.prog.AllFields = true
+		c.prog.AllFields, c.prog.WholeRecord = true, true
 		return func(r Row) (Value, error) { return r.Doc(), nil }, nil
 	}
 	var base evalFn
