@@ -351,6 +351,9 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 			return decodeErr(err, bucket, key)
 		}
 		defer rc.Close()
+		if req.obs.Cache != "" {
+			w.Header().Set("X-Facet-Cache", string(req.obs.Cache))
+		}
 		var body io.Reader = rc
 		if dataplane.Transformed(info.Meta) && length > 0 {
 			// Decode the first bytes before the status line: an object

@@ -2,12 +2,8 @@ package s3api
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"errors"
-	"hash"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/facet-sds/facet/internal/dataplane"
@@ -113,26 +109,18 @@ func (s *Server) openCached(ctx context.Context, req *request, info storage.Obje
 	if fill == nil {
 		return rc, nil
 	}
-	return &fillingReader{rc: rc, fill: fill, v: versionOf(info), md5: wantMD5(info.Meta.ETag), log: s.log}, nil
-}
-
-// wantMD5 returns a hash to check a fill against when the ETag is a plain
-// MD5 of the content (not a multipart ETag), nil otherwise.
-func wantMD5(etag string) hash.Hash {
-	if len(etag) != 32 || strings.Contains(etag, "-") {
-		return nil
-	}
-	return md5.New()
+	return &fillingReader{rc: rc, fill: fill, v: versionOf(info), log: s.log}, nil
 }
 
 // fillingReader copies what a GET streams into a cache fill, committed
-// only when the whole object went through and, for plain ETags, hashed to
-// it: a cache entry is never built from a short or altered read.
+// only when the whole object went through: the stream is the one the
+// client gets, read from the version the GET's metadata named (every
+// backend open checks it) and through the decoders' integrity checks, so
+// an entry is never built from a short or another version's read.
 type fillingReader struct {
 	rc   io.ReadCloser
 	fill *cache.Fill
 	v    cache.Version
-	md5  hash.Hash
 	n    int64
 	done bool
 	log  interface {
@@ -144,14 +132,11 @@ func (f *fillingReader) Read(p []byte) (int, error) {
 	n, err := f.rc.Read(p)
 	if n > 0 && !f.done {
 		f.fill.Write(p[:n])
-		if f.md5 != nil {
-			f.md5.Write(p[:n])
-		}
 		f.n += int64(n)
 	}
 	if err == io.EOF && !f.done {
 		f.done = true
-		if f.n != f.v.Size || (f.md5 != nil && hex.EncodeToString(f.md5.Sum(nil)) != f.v.ETag) {
+		if f.n != f.v.Size {
 			f.fill.Abort()
 		} else {
 			// The commit syncs the file: off the response's path.
@@ -179,7 +164,6 @@ type putHooks struct {
 	peekN   int
 	head    []byte
 	fill    *cache.Fill
-	fillMD5 hash.Hash
 	handed  bool // the fill went to its committing goroutine
 	s       *Server
 }
@@ -213,7 +197,6 @@ func (s *Server) prepareMeta(req *request, meta *storage.ObjectMeta, size int64,
 			if set := f.CacheSettings(); withBody && set.AdmitPut && s.cache != nil {
 				h.fill = s.cache.Admit(policyOf(set), req.target.bucket, req.target.key, size)
 				if h.fill != nil {
-					h.fillMD5 = md5.New()
 					hh := &h
 					req.onDone(func() {
 						if !hh.handed {
@@ -272,7 +255,6 @@ func (t *putTap) Read(p []byte) (int, error) {
 		}
 		if h.fill != nil {
 			h.fill.Write(p[:n])
-			h.fillMD5.Write(p[:n])
 		}
 	}
 	return n, err
@@ -294,13 +276,11 @@ func (h *putHooks) seal(req *request, m *storage.ObjectMeta) error {
 }
 
 // committed makes the cache fill an entry for the version the backend
-// stored, once the PUT succeeded.
+// stored, once the PUT succeeded. The fill holds the bytes the payload's
+// MD5 (the ETag) was computed over; Commit checks their count.
 func (h *putHooks) committed(info storage.ObjectInfo) {
 	if h == nil || h.fill == nil {
 		return
-	}
-	if hex.EncodeToString(h.fillMD5.Sum(nil)) != info.Meta.ETag {
-		return // the onDone abort discards it
 	}
 	h.handed = true
 	go func(fill *cache.Fill, v cache.Version) {

@@ -42,7 +42,7 @@ func startRequestFilterStores(ctx context.Context, opts Options, backend storage
 		if b != nil {
 			cb, connected = cacheBus{b}, b.Connected
 		}
-		c, err := cache.Open(ctx, cache.Options{Dir: dir, Node: node, Bus: cb, Connected: connected, Logger: logger, NoSync: opts.NoSync})
+		c, err := cache.Open(ctx, cache.Options{Dir: dir, Node: node, Bus: cb, Connected: connected, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("object cache: %w", err)
 		}

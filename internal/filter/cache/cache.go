@@ -32,6 +32,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -93,9 +95,6 @@ type Options struct {
 	// Connected reports whether the bus is reachable now; nil: always.
 	Connected func() bool
 	Logger    *slog.Logger
-	// NoSync skips fsync of entries (benchmarks). Entries are then
-	// checked against their recorded size only at load.
-	NoSync bool
 }
 
 // Stats are the store's counters since start.
@@ -123,7 +122,6 @@ type Store struct {
 	bus      Bus
 	conn     func() bool
 	log      *slog.Logger
-	noSync   bool
 	now      func() time.Time
 
 	mu      sync.Mutex
@@ -152,10 +150,18 @@ type entry struct {
 	PEvict  string  `json:"pevict"`
 	Hits    uint64  `json:"hits"`
 	LastUse int64   `json:"last"`
+	// CRC is the CRC-32C of the data file. Entries are written without
+	// fsync (a fill must not slow the request that made it); an entry
+	// loaded at start is checked against its CRC on its first hit, so a
+	// file torn by a crash is dropped, never served.
+	CRC uint32 `json:"crc"`
 
-	elem *list.Element // lru
-	hidx int           // lfu heap index
+	verified bool
+	elem     *list.Element // lru
+	hidx     int           // lfu heap index
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func objKey(bucket, key string) string { return bucket + "\x00" + key }
 
@@ -168,7 +174,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		dir: filepath.Join(opts.Dir, "entries"), tmp: filepath.Join(opts.Dir, "tmp"),
-		node: opts.Node, bus: opts.Bus, conn: opts.Connected, log: opts.Logger, noSync: opts.NoSync, now: time.Now,
+		node: opts.Node, bus: opts.Bus, conn: opts.Connected, log: opts.Logger, now: time.Now,
 		entries: map[string]*entry{}, parts: map[string]*partition{}, removeq: make(chan string, 4096),
 	}
 	if s.log == nil {
@@ -320,7 +326,7 @@ func (s *Store) Open(bucket, key string, v Version, off, n int64) (rc io.ReadClo
 	e.Hits++
 	e.LastUse = s.now().UnixNano()
 	s.parts[e.Part].touch(e)
-	id := e.ID
+	id, verified, crc := e.ID, e.verified, e.CRC
 	s.mu.Unlock()
 	if off < 0 || n < 0 || off+n > v.Size {
 		s.misses.Add(1)
@@ -332,8 +338,33 @@ func (s *Store) Open(bucket, key string, v Version, off, n int64) (rc io.ReadClo
 		s.misses.Add(1)
 		return nil, false
 	}
+	if !verified {
+		if !s.verify(f, crc, v.Size) {
+			f.Close()
+			s.mu.Lock()
+			if cur := s.entries[k]; cur != nil && cur.ID == id {
+				s.removeLocked(k, cur)
+			}
+			s.mu.Unlock()
+			s.log.Warn("cache: dropped an entry whose data did not match its CRC (torn by a crash?)", "id", id)
+			s.misses.Add(1)
+			return nil, false
+		}
+		s.mu.Lock()
+		if cur := s.entries[k]; cur != nil && cur.ID == id {
+			cur.verified = true
+		}
+		s.mu.Unlock()
+	}
 	s.hits.Add(1)
 	return &hitReader{SectionReader: io.NewSectionReader(f, off, n), f: f, s: s}, true
+}
+
+// verify reads f whole and checks its size and CRC.
+func (s *Store) verify(f *os.File, crc uint32, size int64) bool {
+	h := crc32.New(castagnoli)
+	n, err := io.Copy(h, f)
+	return err == nil && n == size && h.Sum32() == crc
 }
 
 type hitReader struct {
@@ -427,6 +458,7 @@ type Fill struct {
 	key     string
 	size    int64
 	f       *os.File
+	crc     hash.Hash32
 	n       int64
 	failed  bool
 	settled bool
@@ -443,7 +475,7 @@ func (s *Store) Admit(pol Policy, bucket, key string, size int64) *Fill {
 		s.log.Warn("cache: cannot start a fill", "err", err)
 		return nil
 	}
-	return &Fill{s: s, pol: pol, bucket: bucket, key: key, size: size, f: f}
+	return &Fill{s: s, pol: pol, bucket: bucket, key: key, size: size, f: f, crc: crc32.New(castagnoli)}
 }
 
 // Write appends to the fill. It never fails the caller's stream: a write
@@ -457,6 +489,7 @@ func (w *Fill) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	n, err := w.f.Write(p)
+	w.crc.Write(p[:n])
 	w.n += int64(n)
 	if err != nil {
 		w.failed = true
@@ -477,8 +510,7 @@ func (w *Fill) Abort() {
 }
 
 // Commit makes the fill the entry of bucket/key for version v, once it
-// holds exactly v.Size bytes. It syncs the file first, so an entry that
-// survives a crash is whole.
+// holds exactly v.Size bytes.
 func (w *Fill) Commit(v Version) error {
 	if w.settled {
 		return errors.New("cache: fill already settled")
@@ -496,14 +528,9 @@ func (w *Fill) Commit(v Version) error {
 		return err
 	}
 	name := w.f.Name()
-	if !s.noSync {
-		err = w.f.Sync()
-	}
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
+	err = w.f.Close()
 	e := &entry{ID: id, Bucket: w.bucket, Key: w.key, Ver: v, Part: w.pol.name(), PSize: w.pol.Size, PEvict: w.pol.Evict,
-		Hits: 0, LastUse: s.now().UnixNano()}
+		Hits: 0, LastUse: s.now().UnixNano(), CRC: w.crc.Sum32(), verified: true}
 	if err == nil {
 		err = os.Rename(name, s.dataPath(id))
 	}
@@ -558,8 +585,8 @@ func newID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// writeMeta records e next to its data file (temp, sync, rename), after
-// the data file is in place: a sidecar always names a whole data file.
+// writeMeta records e next to its data file (temp, rename), after the
+// data file is in place; the CRC it holds catches a data file a crash tore.
 func (s *Store) writeMeta(e *entry) error {
 	b, err := json.Marshal(e)
 	if err != nil {
@@ -569,9 +596,7 @@ func (s *Store) writeMeta(e *entry) error {
 	if err != nil {
 		return err
 	}
-	if _, err = f.Write(b); err == nil && !s.noSync {
-		err = f.Sync()
-	}
+	_, err = f.Write(b)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
