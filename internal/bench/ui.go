@@ -9,6 +9,7 @@ import (
 	"net/http/cookiejar"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,14 @@ type UIOverheadResult struct {
 	// they were open, and EventBytes their size: proof they streamed.
 	Events, EventBytes int64
 	Open               time.Duration
+	// PairRatios are each round's GET throughput ratio (dashboards / none),
+	// in round order: their spread shows the machine's noise.
+	PairRatios []float64
+	// IdleCPUOff and IdleCPUOn are the server's CPU time per second of wall
+	// time with no load, without and with the dashboards open: their
+	// difference is what the dashboards cost, whatever the noise of the
+	// throughput comparison.
+	IdleCPUOff, IdleCPUOn time.Duration
 }
 
 // RunUIOverhead measures 4 KiB GETs (sc) through one `facet serve`
@@ -65,6 +74,9 @@ func RunUIOverhead(ctx context.Context, dir string, sc SpineScenario, n, rounds 
 	if m := measure("warm-up", SpineScenario{Size: sc.Size, Ops: keys, Concurrency: sc.Concurrency}, get); m.err != nil {
 		return res, m.err
 	}
+	if res.IdleCPUOff, res.IdleCPUOn, err = idleCost(ctx, g, proc, n, 3, 3*time.Second, &res, logw); err != nil {
+		return res, err
+	}
 	label := fmt.Sprintf("GET %s c=%d", sizeLabel(sc.Size), sc.Concurrency)
 	batch := SpineScenario{Size: sc.Size, Ops: max(sc.Ops/rounds, 1), Concurrency: sc.Concurrency}
 	var results [2][]Result
@@ -102,15 +114,50 @@ func RunUIOverhead(ctx context.Context, dir string, sc SpineScenario, n, rounds 
 			cpu[which] = append(cpu[which], pairCPU[which])
 		}
 		ratios = append(ratios, pair[1].OpsPerSec()/pair[0].OpsPerSec())
+		fmt.Fprintf(logw, "  none %.0f GET/s, %d dashboards %.0f GET/s: ratio %.3f\n", pair[0].OpsPerSec(), n, pair[1].OpsPerSec(), ratios[len(ratios)-1])
 		cpuRatios = append(cpuRatios, float64(pairCPU[1])/float64(pairCPU[0]))
 	}
 	if res.Events == 0 {
 		return res, fmt.Errorf("the dashboards received no event: the measurement would not show their cost")
 	}
+	res.PairRatios = ratios
 	res.Rows = []Comparison{{Op: label, Direct: combine(results[0]), Facet: combine(results[1])}}
 	res.Summary = []OverheadSummary{{Op: label, ThroughputRatio: geomean(ratios), CPURatio: geomean(cpuRatios),
 		CPUOff: median(cpu[0]), CPUOn: median(cpu[1])}}
 	return res, nil
+}
+
+// idleCost measures the server's CPU per second of wall time with no
+// request load, in turns without and with n dashboards open (pairs
+// turns of span each); it returns the medians.
+func idleCost(ctx context.Context, g *gateway, proc *serveProcess, n, pairs int, span time.Duration, res *UIOverheadResult, logw io.Writer) (off, on time.Duration, err error) {
+	var offs, ons []time.Duration
+	for i := range pairs {
+		fmt.Fprintf(logw, "ui overhead: idle CPU, pair %d/%d ...\n", i+1, pairs)
+		for which := range 2 {
+			var dash *dashboards
+			if which == 1 {
+				if dash, err = openDashboards(ctx, g.adminURL, g.token, n); err != nil {
+					return 0, 0, err
+				}
+			}
+			t0, c0 := time.Now(), proc.cpu()
+			select {
+			case <-ctx.Done():
+				return 0, 0, ctx.Err()
+			case <-time.After(span):
+			}
+			perSec := time.Duration(float64(proc.cpu()-c0) / time.Since(t0).Seconds())
+			if dash != nil {
+				ev, b, open := dash.close()
+				res.Events, res.EventBytes, res.Open = res.Events+ev, res.EventBytes+b, res.Open+open
+				ons = append(ons, perSec)
+			} else {
+				offs = append(offs, perSec)
+			}
+		}
+	}
+	return median(offs), median(ons), nil
 }
 
 // dashboards are n signed-in dashboard sessions streaming the live plots.
@@ -224,8 +271,20 @@ func (d *dashboards) close() (events, size int64, open time.Duration) {
 	return d.events.Load(), d.size.Load(), time.Since(d.opened)
 }
 
-// WriteUIOverhead prints the comparison as a Markdown table.
+// WriteUIOverhead prints the comparison as a Markdown table, then the
+// rounds' spread and the idle cost.
 func WriteUIOverhead(w io.Writer, r UIOverheadResult) {
+	defer func() {
+		sorted := slices.Clone(r.PairRatios)
+		slices.Sort(sorted)
+		if len(sorted) > 0 {
+			fmt.Fprintf(w, "\nPer-round GET throughput ratios: min %.3f, median %.3f, max %.3f (%d rounds).\n",
+				sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1], len(sorted))
+		}
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		fmt.Fprintf(w, "Idle server CPU per second: %.2f ms with no dashboard, %.2f ms with %d dashboards (%+.2f ms/s, %.3f%% of one core).\n",
+			ms(r.IdleCPUOff), ms(r.IdleCPUOn), r.Dashboards, ms(r.IdleCPUOn-r.IdleCPUOff), 100*(r.IdleCPUOn-r.IdleCPUOff).Seconds())
+	}()
 	fmt.Fprintf(w, "| op | throughput %d dashboards / none | server CPU µs/op none | server CPU µs/op %d dashboards | server CPU change |\n", r.Dashboards, r.Dashboards)
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
 	for _, s := range r.Summary {

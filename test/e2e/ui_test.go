@@ -276,8 +276,29 @@ func TestDashboardInChromium(t *testing.T) {
 	page("#/overview", `svg[data-plot="aggregate-bw"]`)
 	shot("overview-390")
 	run("1280 px", chromedp.EmulateViewport(1280, 900))
+	// Upload a WebAssembly filter with a dependency file.
+	wasmDir := t.TempDir()
+	module, dep := filepath.Join(wasmDir, "noop.wasm"), filepath.Join(wasmDir, "words.txt")
+	build := exec.Command("go", "build", "-o", module, "./examples/filters/noop")
+	build.Dir, build.Env = repoRoot(t), append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the noop example: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(dep, []byte("alpha\nbeta\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page("#/filters", "#filter-upload")
+	run("upload a filter",
+		chromedp.SendKeys(`#filter-upload input[name="name"]`, "uinoop"),
+		chromedp.SetUploadFiles(`#filter-upload input[name="module"]`, []string{module}),
+		chromedp.SetUploadFiles(`#filter-upload input[name="dependencies"]`, []string{dep}),
+		chromedp.Click("#filter-upload-submit"))
+	poll("filter registered", `!!document.querySelector('tr[data-filter="uinoop"]') && !!document.querySelector('tr[data-dependency="words-txt"]')`)
+	shot("filters")
+	if out, err := s.ctl(t, "filter", "list"); err != nil || !strings.Contains(string(out), "uinoop") {
+		t.Errorf("facet ctl filter list does not show the uploaded filter: %v\n%s", err, out)
+	}
 	for _, p := range []struct{ hash, ready, name string }{
-		{"#/filters", `tr[data-filter="compression"]`, "filters"},
 		{"#/slos", `#slo-form`, "slos"},
 		{"#/controllers", `tr[data-controller]`, "controllers"},
 		{"#/nodes", `section[data-page="nodes"] h1`, "nodes"},
@@ -353,6 +374,16 @@ func TestDashboardInChromium(t *testing.T) {
 	for _, e := range pageErrs.list {
 		t.Errorf("page error: %s", e)
 	}
+}
+
+// repoRoot is the module's root (the e2e tests run in test/e2e).
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	abs, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
 }
 
 // expectedRefusal tells the answers the dashboard gets on purpose: the

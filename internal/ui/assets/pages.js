@@ -255,7 +255,7 @@ async function filters(root) {
 // multipart: descriptor and data), then the module with a descriptor that
 // names them (POST /filters, multipart: descriptor and module).
 function uploadForm(tenantNames, reload) {
-  const status = h('p', { class: 'small', 'aria-live': 'polite' });
+  const status = h('p', { class: 'small', 'aria-live': 'polite', id: 'filter-upload-status' });
   const f = h('form', { id: 'filter-upload', class: 'inline' },
     h('label', {}, 'Name', h('input', { type: 'text', name: 'name', required: true, spellcheck: 'false', pattern: '[a-z][a-z0-9_\\-]{0,62}' })),
     h('label', {}, 'Module (.wasm)', h('input', { type: 'file', name: 'module', accept: '.wasm,application/wasm', required: true })),
@@ -266,14 +266,17 @@ function uploadForm(tenantNames, reload) {
     h('label', {}, 'Parameters (name:type:default, …)', h('input', { type: 'text', name: 'params', spellcheck: 'false' })),
     h('label', {}, 'Description', h('input', { type: 'text', name: 'doc' })),
     h('label', {}, 'Dependencies (read-only files)', h('input', { type: 'file', name: 'dependencies', multiple: true })),
-    h('button', { type: 'submit' }, 'Upload'));
+    h('button', { type: 'submit', id: 'filter-upload-submit' }, 'Upload'));
   f.addEventListener('submit', async ev => {
     ev.preventDefault();
     const owner = f.owner.value;
     const deps = [];
     try {
       for (const file of f.dependencies.files) {
-        const name = file.name.toLowerCase().replace(/[^a-z0-9_.\-]/g, '-');
+        // Dependency names are [a-z][a-z0-9-_]*: words.txt becomes words-txt.
+        let name = file.name.toLowerCase().replace(/[^a-z0-9_\-]/g, '-');
+        if (!/^[a-z]/.test(name)) name = 'd' + name;
+        name = name.slice(0, 63);
         const fd = new FormData();
         fd.append('descriptor', JSON.stringify(Object.assign({ name }, owner ? { owner } : {})));
         fd.append('data', file, file.name);
