@@ -228,6 +228,12 @@ func (r *run) exec(in Input) error {
 		return r.execParquet(in, start, end)
 	}
 	if size == 0 || start > end {
+		// No record: an aggregate still yields its one row.
+		prog, err := sql.CompileQuery(r.q, sql.Schema{Positional: r.req.Input.CSV != nil})
+		if err != nil {
+			return err
+		}
+		r.prog = prog
 		return r.finish()
 	}
 	// A range that starts mid-object is opened one delimiter early, to
