@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -176,7 +177,13 @@ func (u *UI) refuse(w http.ResponseWriter, addr string) {
 // tenant's own resources, its answer filtered.
 func (u *UI) proxy(w http.ResponseWriter, r *http.Request, sess session, path string) {
 	if sess.role == roleAdmin {
-		u.callAPI(w, r, r.Method, path, r.URL.RawQuery, r.Body)
+		// As the browser sent it, escapes included (an object key may hold
+		// %2F), minus the dashboard's prefix.
+		raw := ""
+		if esc, ok := strings.CutPrefix(r.URL.EscapedPath(), "/ui/api"); ok && r.URL.RawPath != "" {
+			raw = esc
+		}
+		u.callAPI(w, r, r.Method, path, raw, r.URL.RawQuery, r.Body)
 		return
 	}
 	d := tenantDecision(r.Method, path, r.URL.Query(), sess.tenant)
@@ -185,11 +192,11 @@ func (u *UI) proxy(w http.ResponseWriter, r *http.Request, sess session, path st
 		return
 	}
 	if d.filter == nil {
-		u.callAPI(w, r, r.Method, d.path, d.query, r.Body)
+		u.callAPI(w, r, r.Method, d.path, "", d.query, r.Body)
 		return
 	}
 	rec := newRecorder()
-	u.callAPI(rec, r, r.Method, d.path, d.query, r.Body)
+	u.callAPI(rec, r, r.Method, d.path, "", d.query, r.Body)
 	if rec.status != http.StatusOK {
 		rec.copyTo(w)
 		return
@@ -204,15 +211,17 @@ func (u *UI) proxy(w http.ResponseWriter, r *http.Request, sess session, path st
 }
 
 // callAPI calls the control API in-process with the admin token. The
-// request is built afresh: only the method, the approved path and query,
-// the body and its content type pass; the browser's cookies do not.
-func (u *UI) callAPI(w http.ResponseWriter, r *http.Request, method, path, query string, body io.Reader) {
-	req, err := http.NewRequestWithContext(r.Context(), method, path, body)
+// request is built afresh: only the method, the approved path (decoded;
+// rawPath, when given, is its escaped form) and query, the body and its
+// content type pass; the browser's cookies do not.
+func (u *UI) callAPI(w http.ResponseWriter, r *http.Request, method, path, rawPath, query string, body io.Reader) {
+	req, err := http.NewRequestWithContext(r.Context(), method, "/", body)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "InvalidRequest", fmt.Sprintf("bad API path %q", path))
+		writeErr(w, http.StatusBadRequest, "InvalidRequest", "bad API request")
 		return
 	}
-	req.URL.RawQuery = query
+	req.URL = &url.URL{Path: path, RawPath: rawPath, RawQuery: query}
+	req.RequestURI = ""
 	req.RemoteAddr = r.RemoteAddr
 	req.ContentLength = r.ContentLength
 	if ct := r.Header.Get("Content-Type"); ct != "" {
@@ -226,7 +235,7 @@ func (u *UI) callAPI(w http.ResponseWriter, r *http.Request, method, path, query
 // status other than 200 is an *apiStatus error.
 func (u *UI) getAPI(r *http.Request, path, query string, v any) error {
 	rec := newRecorder()
-	u.callAPI(rec, r, http.MethodGet, path, query, http.NoBody)
+	u.callAPI(rec, r, http.MethodGet, path, "", query, http.NoBody)
 	if rec.status != http.StatusOK {
 		return &apiStatus{status: rec.status, body: rec.body.Bytes()}
 	}

@@ -83,7 +83,7 @@ func tenantDecision(method, path string, q url.Values, me string) decision {
 	case get && len(seg) == 1 && seg[0] == "metrics" && len(q) == 0:
 		return decision{path: "/v1/metrics"} // the registry: names and units, no one's values
 	case get && len(seg) == 2 && seg[0] == "metrics":
-		p := "/v1/metrics/" + url.PathEscape(seg[1])
+		p := "/v1/metrics/" + seg[1]
 		switch {
 		case len(q) == 0:
 			return decision{path: p, filter: ownMetricValues}

@@ -584,3 +584,18 @@ func TestTenantDecisionPinsTheTenant(t *testing.T) {
 		}
 	}
 }
+
+// An admin's request reaches the control API as the browser escaped it:
+// a '?' or '/' inside a path segment stays inside it.
+func TestAdminPathsKeepTheirEscapes(t *testing.T) {
+	f := newFixture(t)
+	c := f.admin()
+	st, body := c.get("/ui/api/v1/policies/p%3F1")
+	if st != http.StatusNotFound || !strings.Contains(body, `p?1`) {
+		t.Errorf("policy p?1: %d %s", st, body)
+	}
+	st, body = c.get("/ui/api/v1/tenants/a%2Fb/buckets")
+	if st == http.StatusOK || strings.Contains(body, `"buckets"`) {
+		t.Errorf("tenant a/b: %d %s", st, body)
+	}
+}
