@@ -82,6 +82,10 @@ bench: build
 	$(GO) test -run='^$$' -bench='Compression|Decompression|Encryption|Noop' -benchtime=2s -cpu=1 ./internal/filter/
 	# Prometheus exporter: 4 KiB PUT/GET with and without it, its cost per request, filter timing.
 	$(GO) test -run='^$$' -bench=. -benchtime=2s -cpu=1 ./internal/promexp/
+	# S3 Select push-down (seeds/000 §9.4.3): 2%-of-rows query vs GET + DuckDB, scan MB/s, Fig. 25 drop curve, CSV and Parquet.
+	$(MAKE) $(VENV)/.installed
+	$(VENV)/bin/python bench/select_pushdown.py --bin $(BIN) --size $${SELECT_BENCH_SIZE:-1GiB}
+	$(GO) test -run='^$$' -bench=CSVScan -benchtime=3x -cpu=1 ./internal/s3select/
 	# seeds/003 Fig. 1-4: 2..32 concurrent 256 MiB GET streams from the disk, one thread per stream vs round-robin pool (Jain's index); classification cost.
 	./$(BIN) bench streams
 
