@@ -55,10 +55,26 @@ type Item struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// Background admits the bin's own work (copies into and out of the bin,
+// the purge) into its tenant's QoS background class, so that it is capped
+// like the rest of Facet's work on a tenant's behalf (internal/qos).
+type Background interface {
+	Admit(ctx context.Context, tenant string) (Work, error)
+}
+
+// Work is one admitted background operation.
+type Work interface {
+	// WaitBytes pays for n bytes moved, waiting as the class's rate says.
+	WaitBytes(ctx context.Context, n int64) error
+	Done()
+}
+
 // Config assembles a Store.
 type Config struct {
 	Backend storage.Backend
 	Owners  Owners
+	// Background shapes the bin's work; nil runs it unshaped.
+	Background Background
 	// Changed is told about a restored object (cache coherence); may be nil.
 	Changed func(bucket, key string)
 	Logger  *slog.Logger
@@ -68,6 +84,7 @@ type Config struct {
 // Store is the recycle bin.
 type Store struct {
 	b       storage.Backend
+	bg      Background
 	owners  Owners
 	changed func(bucket, key string)
 	log     *slog.Logger
@@ -76,7 +93,7 @@ type Store struct {
 
 // New returns a Store.
 func New(cfg Config) *Store {
-	s := &Store{b: cfg.Backend, owners: cfg.Owners, changed: cfg.Changed, log: cfg.Logger, now: cfg.Now}
+	s := &Store{b: cfg.Backend, bg: cfg.Background, owners: cfg.Owners, changed: cfg.Changed, log: cfg.Logger, now: cfg.Now}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -88,6 +105,37 @@ func New(cfg Config) *Store {
 	}
 	return s
 }
+
+// admit waits for the tenant's background class to take one more
+// operation: a refusal (its operations rate is used up) is retried after
+// the wait it names, until ctx ends.
+func (s *Store) admit(ctx context.Context, tenant string) (Work, error) {
+	if s.bg == nil {
+		return noWork{}, nil
+	}
+	for {
+		w, err := s.bg.Admit(ctx, tenant)
+		if err == nil {
+			return w, nil
+		}
+		var ra interface{ RetryAfter() time.Duration }
+		if !errors.As(err, &ra) {
+			return nil, err
+		}
+		t := time.NewTimer(max(ra.RetryAfter(), time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+type noWork struct{}
+
+func (noWork) WaitBytes(context.Context, int64) error { return nil }
+func (noWork) Done()                                  {}
 
 var idRE = regexp.MustCompile(`^([0-9]{1,19})-([0-9]{1,19})-([0-9a-f]{8})$`)
 
@@ -109,6 +157,11 @@ func (s *Store) Keep(ctx context.Context, tenant, bucket, key string, keepFor ti
 	if err := s.ensureBucket(ctx); err != nil {
 		return fmt.Errorf("recycle bin: %w", err)
 	}
+	work, err := s.admit(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer work.Done()
 	rc, info, err := s.b.GetObject(ctx, bucket, key, nil)
 	if err != nil {
 		return err
@@ -126,7 +179,7 @@ func (s *Store) Keep(ctx context.Context, tenant, bucket, key string, keepFor ti
 		meta.System = map[string]string{}
 	}
 	meta.System["facet.trash.modified"] = strconv.FormatInt(info.LastModified.UnixNano(), 10)
-	counted := &countReader{r: rc}
+	counted := &countReader{r: rc, ctx: ctx, w: work}
 	_, err = s.b.PutObject(ctx, Bucket, tenant+"/"+id+"/"+bucket+"/"+key, storage.PutInput{Body: counted, Meta: meta,
 		Seal: func(*storage.ObjectMeta) error {
 			if counted.n != info.StoredSize {
@@ -141,14 +194,23 @@ func (s *Store) Keep(ctx context.Context, tenant, bucket, key string, keepFor ti
 	return nil
 }
 
+// countReader counts a copy's bytes and pays for them in the background
+// class as they pass.
 type countReader struct {
-	r interface{ Read([]byte) (int, error) }
-	n int64
+	r   interface{ Read([]byte) (int, error) }
+	ctx context.Context
+	w   Work
+	n   int64
 }
 
 func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if n > 0 {
+		if werr := c.w.WaitBytes(c.ctx, int64(n)); werr != nil {
+			return n, werr
+		}
+	}
 	return n, err
 }
 
@@ -267,6 +329,11 @@ func (s *Store) Restore(ctx context.Context, tenant, id string, overwrite bool) 
 	} else if !errors.Is(err, storage.ErrObjectNotFound) {
 		return Item{}, err
 	}
+	work, err := s.admit(ctx, tenant)
+	if err != nil {
+		return Item{}, err
+	}
+	defer work.Done()
 	rc, info, err := s.b.GetObject(ctx, Bucket, name, nil)
 	if err != nil {
 		return Item{}, err
@@ -278,7 +345,7 @@ func (s *Store) Restore(ctx context.Context, tenant, id string, overwrite bool) 
 	if len(meta.System) == 0 {
 		meta.System = nil
 	}
-	counted := &countReader{r: rc}
+	counted := &countReader{r: rc, ctx: ctx, w: work}
 	_, err = s.b.PutObject(ctx, it.Bucket, it.Key, storage.PutInput{Body: counted, Meta: meta, Seal: func(*storage.ObjectMeta) error {
 		if counted.n != info.StoredSize {
 			return fmt.Errorf("recycle bin: read %d of %d stored bytes", counted.n, info.StoredSize)
@@ -314,7 +381,13 @@ func (s *Store) PurgeExpired(ctx context.Context) (int, error) {
 		if it.ExpiresAt.After(now) {
 			return nil
 		}
-		if err := s.b.DeleteObject(ctx, Bucket, name); err != nil {
+		work, err := s.admit(ctx, it.Tenant)
+		if err != nil {
+			return err
+		}
+		err = s.b.DeleteObject(ctx, Bucket, name)
+		work.Done()
+		if err != nil {
 			return err
 		}
 		n++
@@ -323,9 +396,10 @@ func (s *Store) PurgeExpired(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// Run purges expired items every period until ctx ends. A failed pass is
-// logged and retried at the next period; a panic in a pass is recovered
-// and logged, so the loop never takes the gateway down.
+// Run purges expired items every period until ctx ends, each deletion
+// admitted into its tenant's background class. A failed pass is logged
+// and retried at the next period; a panic in a pass is recovered and
+// logged, so the loop never takes the gateway down.
 func (s *Store) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
