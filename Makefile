@@ -88,6 +88,8 @@ bench: build
 	$(GO) test -run='^$$' -bench=CSVScan -benchtime=3x -cpu=1 ./internal/s3select/
 	# seeds/003 Fig. 1-4: 2..32 concurrent 256 MiB GET streams from the disk, one thread per stream vs round-robin pool (Jain's index); classification cost.
 	./$(BIN) bench streams
+	# Dashboard: 4 KiB GETs with 10 dashboards streaming the live plots vs none (goal >= 0.98x).
+	FACET_BIN=$(abspath $(BIN)) $(GO) test -run='^$$' -bench=UIOverhead -benchtime=1x ./internal/bench/
 
 # A local Redis for `facet serve --meta $$(scripts/redis.sh url)`.
 redis-start:
