@@ -14,6 +14,14 @@ const MB = 1e6;
 // drawn at its real size on a phone as on a wide screen.
 function widthOf(el) { return Math.max(280, Math.min(el.clientWidth || 720, 1400)); }
 
+// cellWidth is the width of a plot in one of n cards of a .grid (columns
+// of at least 340 px, 16 px apart; 1 rem of padding on each side).
+function cellWidth(grid, n) {
+  const w = grid.clientWidth || 720;
+  const cols = Math.max(1, Math.min(n, Math.floor((w + 16) / 356)));
+  return Math.max(280, Math.floor((w - 16 * (cols - 1)) / cols) - 34);
+}
+
 function title(text, ...rest) { return h('h1', { id: 'page-title' }, text, ...rest); }
 
 function card(heading, ...body) {
@@ -387,7 +395,7 @@ async function slos(root, { session }) {
       if (res) refs.push({ name: 'reservation', value: res / MB, color: '#137333' });
       if (shares && shares[t] !== undefined) refs.push({ name: 'assigned share', value: shares[t] / MB, color: '#7e22ce' });
       const served = live.seriesOf(t, live.GET_BW, MB).map(([tt, v], i) => [tt, v + live.seriesOf(t, live.PUT_BW, MB)[i][1]]);
-      return card(null, timePlot({ width: Math.min(widthOf(plots), 640), id: 'slo-' + t, title: `${t}: served`, unit: 'MB/s', windowMs: st.historyMs, now, refs, markers: live.markersFor(t),
+      return card(null, timePlot({ width: cellWidth(plots, show.length), id: 'slo-' + t, title: `${t}: served`, unit: 'MB/s', windowMs: st.historyMs, now, refs, markers: live.markersFor(t),
         series: [{ name: 'served', color: colorOf(t), points: served }] }));
     }) : h('p', { class: 'muted' }, 'No tenant has traffic or an SLO yet.'));
   });
