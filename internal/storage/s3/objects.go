@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -233,46 +235,9 @@ func (b *Backend) putStream(ctx context.Context, full string, buf []byte, n int,
 			_ = b.deleteKey(context.WithoutCancel(ctx), b.metaSidecar(ref))
 		}
 	}()
-	var parts []types.CompletedPart
-	var total int64
-	for num := int32(1); ; num++ {
-		if num > 10000 {
-			return 0, "", fmt.Errorf("s3 backend: object exceeds 10000 parts of %d bytes", len(buf))
-		}
-		cctx, cancel := b.call(ctx)
-		up, err := b.cli.UploadPart(cctx, &s3.UploadPartInput{
-			Bucket: &b.bucket, Key: &full, UploadId: cu.UploadId, PartNumber: aws.Int32(num),
-			Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(int64(n)),
-		})
-		cancel()
-		if err != nil {
-			return 0, "", mapErr(err)
-		}
-		parts = append(parts, types.CompletedPart{ETag: up.ETag, PartNumber: aws.Int32(num)})
-		total += int64(n)
-		var eof bool
-		n, eof, err = readFull(body, buf)
-		if err != nil {
-			return 0, "", err
-		}
-		if eof && n == 0 {
-			break
-		}
-		if eof {
-			// Last, short part: upload it on the next round and stop.
-			cctx, cancel := b.call(ctx)
-			up, err := b.cli.UploadPart(cctx, &s3.UploadPartInput{
-				Bucket: &b.bucket, Key: &full, UploadId: cu.UploadId, PartNumber: aws.Int32(num + 1),
-				Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(int64(n)),
-			})
-			cancel()
-			if err != nil {
-				return 0, "", mapErr(err)
-			}
-			parts = append(parts, types.CompletedPart{ETag: up.ETag, PartNumber: aws.Int32(num + 1)})
-			total += int64(n)
-			break
-		}
+	parts, total, err := b.uploadParts(ctx, full, cu.UploadId, buf, n, body)
+	if err != nil {
+		return 0, "", err
 	}
 	if seal != nil {
 		if err := seal(meta); err != nil {
@@ -297,6 +262,90 @@ func (b *Backend) putStream(ctx context.Context, full string, buf []byte, n int,
 	}
 	done = true
 	return total, ref, nil
+}
+
+// partsInFlight bounds the part uploads one streamed PutObject runs at
+// once, so that reading the client's next part overlaps sending the
+// previous ones (memory: one pooled buffer more than this per PUT).
+const partsInFlight = 3
+
+// uploadParts sends body as the parts of a backend upload, buf[:n] first,
+// up to partsInFlight at a time, each from a pooled buffer of the part
+// size; the parts come back in order.
+func (b *Backend) uploadParts(ctx context.Context, full string, uploadID *string, buf []byte, n int, body io.Reader) ([]types.CompletedPart, int64, error) {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		parts    []types.CompletedPart
+		firstErr error
+		total    int64
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+	}
+	failed := func() bool { mu.Lock(); defer mu.Unlock(); return firstErr != nil }
+	sem := make(chan struct{}, partsInFlight)
+	cur, curp := buf, (*[]byte)(nil) // the caller's buffer is not pooled here
+	for num := int32(1); ; num++ {
+		if num > 10000 {
+			fail(fmt.Errorf("s3 backend: object exceeds 10000 parts of %d bytes", len(buf)))
+			if curp != nil {
+				b.pool.Put(curp)
+			}
+			break
+		}
+		sem <- struct{}{}
+		if failed() {
+			<-sem
+			if curp != nil {
+				b.pool.Put(curp)
+			}
+			break
+		}
+		wg.Add(1)
+		go func(num int32, data []byte, release *[]byte) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if release != nil {
+				defer b.pool.Put(release)
+			}
+			cctx, cancel := b.call(ctx)
+			up, err := b.cli.UploadPart(cctx, &s3.UploadPartInput{
+				Bucket: &b.bucket, Key: &full, UploadId: uploadID, PartNumber: aws.Int32(num),
+				Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+			})
+			cancel()
+			if err != nil {
+				fail(mapErr(err))
+				return
+			}
+			mu.Lock()
+			parts = append(parts, types.CompletedPart{ETag: up.ETag, PartNumber: aws.Int32(num)})
+			mu.Unlock()
+		}(num, cur[:n], curp)
+		total += int64(n)
+		// The caller's buffer may still be in flight: read into another.
+		nextp := b.pool.Get().(*[]byte)
+		m, eof, err := readFull(body, *nextp)
+		if err != nil || (eof && m == 0) {
+			b.pool.Put(nextp)
+			if err != nil {
+				fail(err)
+			}
+			break
+		}
+		cur, curp, n = *nextp, nextp, m
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, 0, firstErr
+	}
+	slices.SortFunc(parts, func(a, b types.CompletedPart) int { return int(aws.ToInt32(a.PartNumber) - aws.ToInt32(b.PartNumber)) })
+	return parts, total, nil
 }
 
 // GetObject streams the stored bytes; ranges pass through to the backend.
