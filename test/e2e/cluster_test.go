@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,6 +50,7 @@ func eventually(t *testing.T, limit time.Duration, what string, check func() err
 }
 
 func TestCluster(t *testing.T) {
+	root := t
 	c := startCluster(t, clusterOptions{Gateways: 2, Controllers: 2})
 	gw1, gw2 := c.gw[0], c.gw[1]
 	c.controllers[0].waitLease("held")
@@ -140,8 +142,13 @@ func TestCluster(t *testing.T) {
 			}
 			return nil
 		})
-		if st, _ := next.status(); len(st.Controllers) != 1 {
-			t.Errorf("the new lease holder runs %d controllers; want 1: %+v", len(st.Controllers), st)
+		st, _ := next.status()
+		if !slices.ContainsFunc(st.Controllers, func(c struct {
+			ID string `json:"id"`
+		}) bool {
+			return c.ID == "automation/"+pid
+		}) {
+			t.Errorf("the new lease holder does not run the dynamic policy's controller (automation/%s): %+v", pid, st)
 		}
 	})
 
@@ -150,40 +157,7 @@ func TestCluster(t *testing.T) {
 		for i := range 8 {
 			putBytes(t, cl1, bucket, fmt.Sprintf("warm-%d", i), logText(fmt.Sprintf("w%d", i), 8<<10))
 		}
-		ctx, stop := context.WithCancel(t.Context())
-		var ok, failed atomic.Int64
-		var firstErr atomic.Value
-		var wg sync.WaitGroup
-		for w := range 4 {
-			cl := []*s3.Client{cl1, cl2}[w%2]
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; ctx.Err() == nil; i++ {
-					var err error
-					if i%2 == 0 {
-						key := fmt.Sprintf("warm-%d", i%8)
-						var out *s3.GetObjectOutput
-						out, err = cl.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
-						if err == nil {
-							_, err = bytesRead(out)
-						}
-					} else {
-						key := fmt.Sprintf("load-%d-%d", w, i)
-						_, err = cl.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(logText(key, 4<<10))})
-					}
-					switch {
-					case err == nil:
-						ok.Add(1)
-					case ctx.Err() != nil:
-					default:
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, err)
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
-			}()
-		}
+		load := startLoad(t, []*s3.Client{cl1, cl2}, bucket)
 		time.Sleep(time.Second)
 		c.redis.stop()
 		downAt := time.Now()
@@ -193,9 +167,9 @@ func TestCluster(t *testing.T) {
 			}
 			return nil
 		})
-		during := ok.Load()
+		during := load.ok.Load()
 		time.Sleep(10*time.Second - time.Since(downAt))
-		during = ok.Load() - during
+		during = load.ok.Load() - during
 		c.redis.restart()
 		eventually(t, 30*time.Second, "both gateways report the store up again", func() error {
 			for i, g := range c.gw {
@@ -206,15 +180,11 @@ func TestCluster(t *testing.T) {
 			return nil
 		})
 		time.Sleep(500 * time.Millisecond)
-		stop()
-		wg.Wait()
-		if n := failed.Load(); n != 0 {
-			t.Fatalf("%d of %d requests failed during the outage; first: %v", n, n+ok.Load(), firstErr.Load())
-		}
+		total := load.stop(t)
 		if during == 0 {
 			t.Fatal("no request was served while redis was down")
 		}
-		t.Logf("%d requests served, %d of them while redis was down, none failed", ok.Load(), during)
+		t.Logf("%d requests served, %d of them while redis was down, none failed", total, during)
 		for i, g := range c.gw {
 			if !bytes.Contains(g.logBytes(), []byte("metadata store unreachable")) || bytes.Count(g.logBytes(), []byte("metadata store unreachable")) != 1 {
 				t.Errorf("gateway %d logged the outage %d times; want once", i+1, bytes.Count(g.logBytes(), []byte("metadata store unreachable")))
@@ -225,6 +195,113 @@ func TestCluster(t *testing.T) {
 		mkBucket(t, cl1, nb)
 		putBytes(t, cl2, nb, "x", []byte("x"))
 	})
+
+	t.Run("bus down: gateways serve on, a key revoked meanwhile is refused once it returns", func(t *testing.T) {
+		extra := creds{Tenant: tenant}
+		out, err := gw1.ctl(t, "key", "create", tenant, "-o", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out, &extra); err != nil {
+			t.Fatal(err)
+		}
+		cx := gw2.sdk(extra)
+		if _, err := cx.HeadBucket(t.Context(), &s3.HeadBucketInput{Bucket: &bucket}); err != nil {
+			t.Fatalf("a new key does not work on gateway 2: %v", err)
+		}
+		load := startLoad(t, []*s3.Client{cl1, cl2}, bucket)
+		busAddr := c.bus.addr
+		c.bus.kill9()
+		eventually(t, 30*time.Second, "gateway 2 reports the bus down", func() error {
+			if v, _ := gw2.metricValue(t, "facet_bus_up"); v != 0 {
+				return fmt.Errorf("facet_bus_up %v", v)
+			}
+			return nil
+		})
+		// The invalidation of this revocation is lost with the bus.
+		if _, err := gw1.ctl(t, "key", "revoke", tenant, extra.AccessKey); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		c.bus = startBus(root, busAddr)
+		eventually(t, 30*time.Second, "both gateways report the bus up again", func() error {
+			for i, g := range c.gw {
+				if v, _ := g.metricValue(t, "facet_bus_up"); v != 1 {
+					return fmt.Errorf("gateway %d facet_bus_up %v", i+1, v)
+				}
+			}
+			return nil
+		})
+		eventually(t, 30*time.Second, "gateway 2 refuses the key revoked while the bus was down", func() error {
+			if _, err := cx.HeadBucket(t.Context(), &s3.HeadBucketInput{Bucket: &bucket}); err == nil {
+				return errors.New("HEAD bucket still succeeds")
+			}
+			return nil
+		})
+		t.Logf("%d requests served across the bus outage, none failed", load.stop(t))
+	})
+}
+
+// load is a steady read/write load on an existing bucket: GETs of
+// warm-0..7 and PUTs of new keys, from one worker per client pair slot.
+type load struct {
+	stopc    context.CancelFunc
+	wg       sync.WaitGroup
+	ok       atomic.Int64
+	failed   atomic.Int64
+	firstErr atomic.Value
+}
+
+func startLoad(t *testing.T, clients []*s3.Client, bucket string) *load {
+	for i := range 8 {
+		putBytes(t, clients[0], bucket, fmt.Sprintf("warm-%d", i), logText(fmt.Sprintf("w%d", i), 8<<10))
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	l := &load{stopc: stop}
+	for w := range 4 {
+		cl := clients[w%len(clients)]
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				var err error
+				if i%2 == 0 {
+					key := fmt.Sprintf("warm-%d", i%8)
+					var out *s3.GetObjectOutput
+					out, err = cl.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+					if err == nil {
+						_, err = bytesRead(out)
+					}
+				} else {
+					key := fmt.Sprintf("load-%d-%d", w, i)
+					_, err = cl.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(logText(key, 4<<10))})
+				}
+				switch {
+				case err == nil:
+					l.ok.Add(1)
+				case ctx.Err() != nil:
+				default:
+					l.failed.Add(1)
+					l.firstErr.CompareAndSwap(nil, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	return l
+}
+
+// stop ends the load, fails the test if any request failed, and returns
+// how many succeeded.
+func (l *load) stop(t *testing.T) int64 {
+	t.Helper()
+	l.stopc()
+	l.wg.Wait()
+	if n := l.failed.Load(); n != 0 {
+		t.Fatalf("%d of %d requests failed; first: %v", n, n+l.ok.Load(), l.firstErr.Load())
+	}
+	return l.ok.Load()
 }
 
 func bytesRead(out *s3.GetObjectOutput) (int64, error) {
