@@ -187,7 +187,7 @@ func (m *Module) Run(ctx context.Context, inv Invocation, lim Limits, in io.Read
 
 	go func() {
 		defer cancel(nil)
-		mod, err := m.rt.rt.InstantiateModule(ctx, m.compiled, cfg)
+		mod, err := m.rt.rt.InstantiateModule(withMemory(ctx), m.compiled, cfg)
 		if mod != nil {
 			_ = mod.Close(context.WithoutCancel(ctx))
 		}

@@ -103,7 +103,7 @@ type Module struct {
 // Compile validates and compiles a module once. name is the filter's name,
 // used in errors and logs.
 func (r *Runtime) Compile(ctx context.Context, name string, code []byte) (*Module, error) {
-	cm, err := r.rt.CompileModule(ctx, code)
+	cm, err := r.rt.CompileModule(ctx, coalesceData(code))
 	if err != nil {
 		return nil, fmt.Errorf("wasm filter %q: compiling: %w", name, err)
 	}
