@@ -71,7 +71,7 @@ func selectInfo() *Info {
 		} else {
 			req.Output.CSV = &s3select.CSVOutput{}
 		}
-		prepared, err := s3select.Native{}.Prepare(req)
+		prepared, err := s3select.Native{Workers: 1}.Prepare(req) // a GET body is one stream
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", selectName, err)
 		}

@@ -51,6 +51,12 @@ type Native struct {
 	Now func() time.Time
 	// Tick is the period of Progress and Cont events (default 1 s).
 	Tick time.Duration
+	// Workers bounds the goroutines one request scans with (default
+	// GOMAXPROCS): a large uncompressed CSV or JSON-lines object is cut
+	// into chunks scanned side by side.
+	Workers int
+	// chunk overrides parallelChunk (tests).
+	chunk int64
 }
 
 // Prepare implements Engine.
@@ -72,14 +78,20 @@ func (n Native) Prepare(req *Request) (Prepared, error) {
 	if tick <= 0 {
 		tick = time.Second
 	}
-	return &prepared{req: req, q: q, now: now, period: tick}, nil
+	chunk := n.chunk
+	if chunk <= 0 {
+		chunk = parallelChunk
+	}
+	return &prepared{req: req, q: q, now: now, period: tick, workers: n.workers(), chunk: chunk}, nil
 }
 
 type prepared struct {
-	req    *Request
-	q      *sql.Query
-	now    func() time.Time
-	period time.Duration
+	req     *Request
+	q       *sql.Query
+	now     func() time.Time
+	period  time.Duration
+	workers int
+	chunk   int64
 }
 
 // outFlush is the output buffer size: one Records event.
@@ -105,6 +117,9 @@ type run struct {
 }
 
 func (p *prepared) Run(ctx context.Context, in Input, out Sink) (Stats, error) {
+	if p.parallel(in.Size()) {
+		return p.runParallel(ctx, in, out)
+	}
 	r := &run{prepared: p, ctx: ctx, out: out, enc: newEncoder(&p.req.Output), last: p.now()}
 	err := r.exec(in)
 	if err == nil {

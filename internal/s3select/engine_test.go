@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -161,6 +162,48 @@ func TestErrors(t *testing.T) {
 		_, err := runSelect(t, csvReq(c.q, "USE"), []byte(c.data))
 		if err == nil || AsError(err).Code != c.code {
 			t.Errorf("%s: got %v, want code %s", c.q, err, c.code)
+		}
+	}
+}
+
+func TestParallelScanMatchesSequential(t *testing.T) {
+	data := benchCSV(1 << 20)
+	var lines strings.Builder
+	for i := 0; i < 20000; i++ {
+		lines.WriteString(`{"a":` + strconv.Itoa(i) + `,"b":"x"}` + "\n")
+	}
+	jl := []byte(lines.String())
+	cases := []struct {
+		req  *Request
+		data []byte
+	}{
+		{csvReq("SELECT * FROM S3Object s WHERE s.sel < 30", "USE"), data},
+		{csvReq("SELECT s.user_id, s.bytes FROM S3Object s WHERE s.status = '500'", "USE"), data},
+		{csvReq("SELECT s._2 FROM S3Object s", "NONE"), data},
+		{&Request{Expression: "SELECT s.a FROM S3Object s WHERE s.a % 7 = 0", Input: InputSerialization{JSON: &JSONInput{Type: "LINES"}},
+			Output: OutputSerialization{JSON: &JSONOutput{}}}, jl},
+	}
+	for _, c := range cases {
+		seq, err := Native{Workers: 1}.Prepare(c.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bufSink
+		wst, err := seq.Run(context.Background(), memInput(c.data), &want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		par, _ := Native{Workers: 3, chunk: 4093}.Prepare(c.req)
+		if !par.(*prepared).parallel(int64(len(c.data))) {
+			t.Fatal("not run in parallel")
+		}
+		var got bufSink
+		gst, err := par.Run(context.Background(), memInput(c.data), &got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() || gst.BytesReturned != wst.BytesReturned || gst.BytesScanned < int64(len(c.data)) {
+			t.Fatalf("%s: parallel result differs (%d vs %d bytes)", c.req.Expression, got.Len(), want.Len())
 		}
 	}
 }

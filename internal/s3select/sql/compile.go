@@ -726,3 +726,13 @@ func arith(op string, a, b Value) Value {
 	}
 	return nullValue
 }
+
+// HasAggregates reports whether the select list uses aggregate functions.
+func (q *Query) HasAggregates() bool {
+	for _, it := range q.Items {
+		if hasAggregate(it.X) {
+			return true
+		}
+	}
+	return false
+}
