@@ -35,6 +35,11 @@ type StreamsOptions struct {
 	// benchmark's files are evicted (fdatasync + POSIX_FADV_DONTNEED).
 	DropCaches  bool
 	PoolThreads int
+	// ChunkSize and ReadAhead tune both models alike (fs.StreamOptions).
+	ChunkSize, ReadAhead int
+	// Reps is how many times each model runs at each concurrency
+	// (default 3); the run with the median total is reported.
+	Reps int
 }
 
 // StreamsRow is one model at one concurrency.
@@ -47,6 +52,11 @@ type StreamsRow struct {
 	MinMBps     float64   `json:"min_mbps"`
 	MaxMBps     float64   `json:"max_mbps"`
 	CacheMethod string    `json:"cache"`
+	// Runs, TotalLow and TotalHigh: how many runs, and the range of
+	// their totals (the row is the median run).
+	Runs      int     `json:"runs"`
+	TotalLow  float64 `json:"total_low_mbps"`
+	TotalHigh float64 `json:"total_high_mbps"`
 }
 
 // Jain is Jain's fairness index of xs: (Σx)² / (n·Σx²), 1 when all equal.
@@ -102,29 +112,75 @@ func RunStreams(ctx context.Context, o StreamsOptions, logw io.Writer) ([]Stream
 	if err := st.Close(); err != nil {
 		return nil, err
 	}
+	// Write every object back before measuring anything: a writeback in
+	// progress would take the disk from the first runs.
+	fmt.Fprintf(logw, "syncing...\n")
+	if _, err := evict(paths, false); err != nil {
+		return nil, err
+	}
+	if o.Reps <= 0 {
+		o.Reps = 3
+	}
 	var rows []StreamsRow
 	for _, c := range o.Concurrency {
+		runs := map[fs.IOModel][]StreamsRow{}
+		for r := range o.Reps {
+			// ABBA order: neither model always runs first on a disk
+			// (and a machine) that drifts.
+			order := models
+			if r%2 == 1 {
+				order = []fs.IOModel{models[1], models[0]}
+			}
+			for _, m := range order {
+				row, err := streamsModel(ctx, dir, m, o, paths[:c], c)
+				if err != nil {
+					return nil, err
+				}
+				fmt.Fprintf(logw, "%-10s %2d streams: %7.1f MB/s total, Jain %.3f\n", m, c, row.TotalMBps, row.Jain)
+				runs[m] = append(runs[m], row)
+			}
+		}
 		for _, m := range models {
-			s, err := fs.Open(ctx, dir, fs.Options{NoSync: true, Streams: fs.StreamOptions{Model: m, PoolThreads: o.PoolThreads}})
-			if err != nil {
-				return nil, err
-			}
-			method, err := evict(paths[:c], o.DropCaches)
-			if err != nil {
-				_ = s.Close()
-				return nil, err
-			}
-			row, err := streamsOnce(ctx, s, c, o.Size)
-			_ = s.Close()
-			if err != nil {
-				return nil, err
-			}
-			row.Model, row.CacheMethod = string(m), method
-			fmt.Fprintf(logw, "%-10s %2d streams: %7.1f MB/s total, Jain %.3f\n", m, c, row.TotalMBps, row.Jain)
-			rows = append(rows, row)
+			rows = append(rows, medianRun(runs[m]))
 		}
 	}
 	return rows, nil
+}
+
+// streamsModel opens the store with model m and measures c streams once.
+func streamsModel(ctx context.Context, dir string, m fs.IOModel, o StreamsOptions, paths []string, c int) (StreamsRow, error) {
+	s, err := fs.Open(ctx, dir, fs.Options{NoSync: true, Streams: fs.StreamOptions{Model: m, PoolThreads: o.PoolThreads, ChunkSize: o.ChunkSize, ReadAhead: o.ReadAhead}})
+	if err != nil {
+		return StreamsRow{}, err
+	}
+	defer s.Close()
+	method, err := evict(paths, o.DropCaches)
+	if err != nil {
+		return StreamsRow{}, err
+	}
+	row, err := streamsOnce(ctx, s, c, o.Size)
+	row.Model, row.CacheMethod = string(m), method
+	return row, err
+}
+
+// medianRun is the run with the median total throughput, with the range
+// of totals over all runs.
+func medianRun(runs []StreamsRow) StreamsRow {
+	sorted := slices.Clone(runs)
+	slices.SortFunc(sorted, func(a, b StreamsRow) int { return cmpFloat(a.TotalMBps, b.TotalMBps) })
+	r := sorted[len(sorted)/2]
+	r.Runs, r.TotalLow, r.TotalHigh = len(runs), sorted[0].TotalMBps, sorted[len(sorted)-1].TotalMBps
+	return r
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // pattern is an endless non-zero byte stream (zeros might be stored
@@ -204,7 +260,7 @@ func streamsOnce(ctx context.Context, s *fs.Store, c int, size int64) (StreamsRo
 // each concurrency.
 func WriteStreamsTable(w io.Writer, rows []StreamsRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "streams\tmodel\ttotal MB/s\tper-stream min\tmax\tJain\tvs pool\t")
+	fmt.Fprintln(tw, "streams\tmodel\ttotal MB/s\t(range)\tper-stream min\tmax\tJain\tvs pool\t")
 	pool := map[int]float64{}
 	for _, r := range rows {
 		if r.Model == string(fs.IOPool) {
@@ -216,7 +272,7 @@ func WriteStreamsTable(w io.Writer, rows []StreamsRow) {
 		if r.Model != string(fs.IOPool) && pool[r.Streams] > 0 {
 			ratio = fmt.Sprintf("%.2fx", r.TotalMBps/pool[r.Streams])
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%.1f\t%.1f\t%.1f\t%.3f\t%s\t\n", r.Streams, r.Model, r.TotalMBps, r.MinMBps, r.MaxMBps, r.Jain, ratio)
+		fmt.Fprintf(tw, "%d\t%s\t%.1f\t%.0f-%.0f\t%.1f\t%.1f\t%.3f\t%s\t\n", r.Streams, r.Model, r.TotalMBps, r.TotalLow, r.TotalHigh, r.MinMBps, r.MaxMBps, r.Jain, ratio)
 	}
 	_ = tw.Flush()
 }

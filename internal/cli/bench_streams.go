@@ -64,6 +64,9 @@ func newBenchStreamsCommand() *cobra.Command {
 	f.StringVar(&conc, "concurrency", "2,4,8,16,32", "numbers of concurrent streams")
 	f.IntVar(&o.PoolThreads, "pool-threads", 8, "threads of the round-robin pool")
 	f.BoolVar(&o.DropCaches, "drop-caches", false, "also drop the whole page cache (/proc/sys/vm/drop_caches, root) before each run; by default only the benchmark's files are evicted")
+	f.IntVar(&o.ChunkSize, "chunk", 0, "read size in bytes, both models (default 1 MiB)")
+	f.IntVar(&o.ReadAhead, "read-ahead", 0, "chunks a stream may hold read ahead, both models (default 4)")
+	f.IntVar(&o.Reps, "reps", 3, "runs of each model at each concurrency, in ABBA order; the median run is reported")
 	f.StringVar(&jsonOut, "json", "", "also write the rows (per-stream bandwidths included) to this file")
 	return cmd
 }

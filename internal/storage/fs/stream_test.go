@@ -27,6 +27,7 @@ func openStreams(t *testing.T, o StreamOptions) *Store {
 		o.ChunkSize = testChunk
 	}
 	o.ReadAhead = 2
+	o.SmallChunk = testChunk / 4
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "store"), Options{Streams: o, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
