@@ -42,6 +42,12 @@
 // 5 MiB S3 demands of every part but the last (compressed parts); the price
 // is that Complete copies the data once more inside the backend.
 //
+// Bodies are sent UNSIGNED-PAYLOAD (SigV4 still signs the request): the
+// SDK would otherwise hash each body with SHA-256 before sending it over
+// plain HTTP, a second pass over every byte written; bodies are protected in
+// transit by TLS (the default) and Facet keeps its own digests of what it
+// stores. ?sign_payload=true restores the hash.
+//
 // Errors: missing keys/buckets/uploads map to storage sentinels; network
 // failures and backend 5xx/throttling map to storage.ErrUnavailable; every
 // backend call runs under a timeout.
@@ -79,9 +85,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/facet-sds/facet/internal/storage"
 )
@@ -127,7 +135,7 @@ type Backend struct {
 
 var _ storage.Backend = (*Backend)(nil)
 
-// Open parses s3://ACCESS:SECRET@host:port/bucket[/prefix]?region=R&tls=false
+// Open parses s3://ACCESS:SECRET@host:port/bucket[/prefix]?region=R&tls=false[&sign_payload=true]
 // and returns a Backend. Credentials missing from the URL come from
 // FACET_BACKEND_ACCESS_KEY / FACET_BACKEND_SECRET_KEY. Errors never contain
 // the secret.
@@ -190,7 +198,17 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 			ResponseHeaderTimeout: b.timeout,
 		}}
 	}
+	// The SDK hashes every body (SHA-256, read twice) for the signature
+	// when the endpoint is plain HTTP, which caps a gateway's writes at the
+	// speed of one hash; bodies go UNSIGNED-PAYLOAD as they do over TLS
+	// (Facet keeps its own digests of what it stores). sign_payload=true
+	// keeps the hash.
+	var apiOpts []func(*middleware.Stack) error
+	if q.Get("sign_payload") != "true" {
+		apiOpts = append(apiOpts, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+	}
 	b.cli = s3.New(s3.Options{
+		APIOptions:   apiOpts,
 		Region:       region,
 		BaseEndpoint: aws.String(endpoint),
 		UsePathStyle: true,
