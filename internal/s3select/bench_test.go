@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // benchCSV makes a 10-column log-like CSV of about size bytes.
@@ -48,11 +50,47 @@ func BenchmarkCSVScan(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(data)))
+			cpu0 := cpuTime()
 			for b.Loop() {
 				if _, err := p.Run(context.Background(), memInput(data), &discardSink{}); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu0, int64(len(data)))
 		})
+	}
+}
+
+func BenchmarkParallelScan(b *testing.B) {
+	data := benchData()
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			p, err := Native{Workers: w}.Prepare(csvReq("SELECT s.user_id, s.bytes FROM S3Object s WHERE s.sel < 2", "USE"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(data)))
+			cpu0 := cpuTime()
+			for b.Loop() {
+				if _, err := p.Run(context.Background(), memInput(data), &discardSink{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportCPU(b, cpu0, int64(len(data)))
+		})
+	}
+}
+
+// cpuTime is the process's user+system CPU time: on a shared machine
+// the scan speed per core is bytes per CPU second, not per wall second.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func reportCPU(b *testing.B, cpu0 time.Duration, size int64) {
+	if d := cpuTime() - cpu0; d > 0 {
+		b.ReportMetric(float64(size)*float64(b.N)/d.Seconds()/1e6, "MB/cpu-s")
 	}
 }

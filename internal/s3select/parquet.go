@@ -250,95 +250,57 @@ func (r *parquetRow) Doc() sql.Value {
 
 // parquetConv returns the converter of a leaf column's values.
 func parquetConv(n parquet.Node) (func(parquet.Value) sql.Value, error) {
-	t := n.Type()
+	f, err := parquetValue(n.Type())
+	if err != nil {
+		return nil, err
+	}
+	null := sql.Value{K: sql.Null}
+	return func(v parquet.Value) sql.Value {
+		if v.IsNull() {
+			return null
+		}
+		return f(v)
+	}, nil
+}
+
+// parquetValue converts a non-null value by physical and logical type.
+func parquetValue(t parquet.Type) (func(parquet.Value) sql.Value, error) {
 	var lt any
 	if l := t.LogicalType(); l != nil {
 		lt = l.Value
 	}
-	null := sql.Value{K: sql.Null}
 	switch t.Kind() {
 	case parquet.Boolean:
-		return func(v parquet.Value) sql.Value {
-			if v.IsNull() {
-				return null
-			}
-			return sql.NewBool(v.Boolean())
-		}, nil
-	case parquet.Int32:
-		if _, ok := lt.(*format.DateType); ok {
-			return func(v parquet.Value) sql.Value {
-				if v.IsNull() {
-					return null
-				}
-				return sql.NewTime(time.Unix(int64(v.Int32())*86400, 0).UTC())
-			}, nil
+		return func(v parquet.Value) sql.Value { return sql.NewBool(v.Boolean()) }, nil
+	case parquet.Int32, parquet.Int64:
+		i := func(v parquet.Value) int64 { return v.Int64() }
+		if t.Kind() == parquet.Int32 {
+			i = func(v parquet.Value) int64 { return int64(v.Int32()) }
 		}
-		if d, ok := lt.(*format.DecimalType); ok {
-			scale := pow10(d.Scale)
-			return func(v parquet.Value) sql.Value {
-				if v.IsNull() {
-					return null
-				}
-				return sql.NewFloat(float64(v.Int32()) / scale)
-			}, nil
-		}
-		return func(v parquet.Value) sql.Value {
-			if v.IsNull() {
-				return null
-			}
-			return sql.NewInt(int64(v.Int32()))
-		}, nil
-	case parquet.Int64:
-		if ts, ok := lt.(*format.TimestampType); ok {
+		switch l := lt.(type) {
+		case *format.DateType:
+			return func(v parquet.Value) sql.Value { return sql.NewTime(time.Unix(i(v)*86400, 0).UTC()) }, nil
+		case *format.DecimalType:
+			scale := pow10(l.Scale)
+			return func(v parquet.Value) sql.Value { return sql.NewFloat(float64(i(v)) / scale) }, nil
+		case *format.TimestampType:
 			unit := time.Microsecond
-			if ts.Unit.Value != nil {
-				unit = ts.Unit.Value.Duration()
+			if l.Unit.Value != nil {
+				unit = l.Unit.Value.Duration()
 			}
+			per := int64(time.Second / unit)
 			return func(v parquet.Value) sql.Value {
-				if v.IsNull() {
-					return null
-				}
-				x := v.Int64()
-				per := int64(time.Second / unit)
+				x := i(v)
 				return sql.NewTime(time.Unix(x/per, x%per*int64(unit)).UTC())
 			}, nil
 		}
-		if d, ok := lt.(*format.DecimalType); ok {
-			scale := pow10(d.Scale)
-			return func(v parquet.Value) sql.Value {
-				if v.IsNull() {
-					return null
-				}
-				return sql.NewFloat(float64(v.Int64()) / scale)
-			}, nil
-		}
-		return func(v parquet.Value) sql.Value {
-			if v.IsNull() {
-				return null
-			}
-			return sql.NewInt(v.Int64())
-		}, nil
+		return func(v parquet.Value) sql.Value { return sql.NewInt(i(v)) }, nil
 	case parquet.Float:
-		return func(v parquet.Value) sql.Value {
-			if v.IsNull() {
-				return null
-			}
-			return sql.NewFloat(float64(v.Float()))
-		}, nil
+		return func(v parquet.Value) sql.Value { return sql.NewFloat(float64(v.Float())) }, nil
 	case parquet.Double:
-		return func(v parquet.Value) sql.Value {
-			if v.IsNull() {
-				return null
-			}
-			return sql.NewFloat(v.Double())
-		}, nil
+		return func(v parquet.Value) sql.Value { return sql.NewFloat(v.Double()) }, nil
 	case parquet.ByteArray, parquet.FixedLenByteArray:
-		return func(v parquet.Value) sql.Value {
-			if v.IsNull() {
-				return null
-			}
-			return sql.NewString(unsafeString(v.ByteArray()))
-		}, nil
+		return func(v parquet.Value) sql.Value { return sql.NewString(unsafeString(v.ByteArray())) }, nil
 	}
 	return nil, fmt.Errorf("physical type %s is not supported", t.Kind())
 }

@@ -144,17 +144,8 @@ func (req *Request) Validate() error {
 		default:
 			return newError(CodeInvalidFileHeaderInfo, "FileHeaderInfo %q is not valid: USE, IGNORE or NONE", c.FileHeaderInfo)
 		}
-		if err := defaultChar(&c.FieldDelimiter, ",", "FieldDelimiter", CodeInvalidFieldDelimiter); err != nil {
+		if err := csvChars(&c.FieldDelimiter, &c.QuoteCharacter, &c.QuoteEscapeCharacter, &c.RecordDelimiter); err != nil {
 			return err
-		}
-		if err := defaultChar(&c.QuoteCharacter, `"`, "QuoteCharacter", CodeInvalidQuoteCharacter); err != nil {
-			return err
-		}
-		if err := defaultChar(&c.QuoteEscapeCharacter, c.QuoteCharacter, "QuoteEscapeCharacter", CodeInvalidQuoteCharacter); err != nil {
-			return err
-		}
-		if c.RecordDelimiter == "" {
-			c.RecordDelimiter = "\n"
 		}
 		if len(c.RecordDelimiter) > 2 {
 			return newError(CodeInvalidRecordDelimiter, "RecordDelimiter must be one or two bytes")
@@ -187,17 +178,8 @@ func (req *Request) Validate() error {
 		default:
 			return newError(CodeInvalidQuoteFields, "QuoteFields %q is not valid: ALWAYS or ASNEEDED", c.QuoteFields)
 		}
-		if err := defaultChar(&c.FieldDelimiter, ",", "FieldDelimiter", CodeInvalidFieldDelimiter); err != nil {
+		if err := csvChars(&c.FieldDelimiter, &c.QuoteCharacter, &c.QuoteEscapeCharacter, &c.RecordDelimiter); err != nil {
 			return err
-		}
-		if err := defaultChar(&c.QuoteCharacter, `"`, "QuoteCharacter", CodeInvalidQuoteCharacter); err != nil {
-			return err
-		}
-		if err := defaultChar(&c.QuoteEscapeCharacter, c.QuoteCharacter, "QuoteEscapeCharacter", CodeInvalidQuoteCharacter); err != nil {
-			return err
-		}
-		if c.RecordDelimiter == "" {
-			c.RecordDelimiter = "\n"
 		}
 	case out.JSON != nil:
 		if out.JSON.RecordDelimiter == "" {
@@ -221,6 +203,23 @@ func (req *Request) Validate() error {
 				return newError(CodeInvalidScanRange, "ScanRange Start and End must be non-negative with Start <= End")
 			}
 		}
+	}
+	return nil
+}
+
+// csvChars fills in or checks the characters CSV input and output share.
+func csvChars(fd, q, esc, rd *string) error {
+	if err := defaultChar(fd, ",", "FieldDelimiter", CodeInvalidFieldDelimiter); err != nil {
+		return err
+	}
+	if err := defaultChar(q, `"`, "QuoteCharacter", CodeInvalidQuoteCharacter); err != nil {
+		return err
+	}
+	if err := defaultChar(esc, *q, "QuoteEscapeCharacter", CodeInvalidQuoteCharacter); err != nil {
+		return err
+	}
+	if *rd == "" {
+		*rd = "\n"
 	}
 	return nil
 }

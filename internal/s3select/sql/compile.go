@@ -539,47 +539,9 @@ func (c *compiler) binary(n *Binary) (evalFn, error) {
 	}
 	switch n.Op {
 	case "AND":
-		return func(r Row) (Value, error) {
-			a, err := x(r)
-			if err != nil {
-				return a, err
-			}
-			if a.K == Bool && a.I == 0 {
-				return a, nil
-			}
-			b, err := y(r)
-			if err != nil {
-				return b, err
-			}
-			if b.K == Bool && b.I == 0 {
-				return b, nil
-			}
-			if a.K == Bool && b.K == Bool {
-				return NewBool(true), nil
-			}
-			return nullValue, nil
-		}, nil
+		return logic(x, y, 0), nil
 	case "OR":
-		return func(r Row) (Value, error) {
-			a, err := x(r)
-			if err != nil {
-				return a, err
-			}
-			if a.K == Bool && a.I == 1 {
-				return a, nil
-			}
-			b, err := y(r)
-			if err != nil {
-				return b, err
-			}
-			if b.K == Bool && b.I == 1 {
-				return b, nil
-			}
-			if a.K == Bool && b.K == Bool {
-				return NewBool(false), nil
-			}
-			return nullValue, nil
-		}, nil
+		return logic(x, y, 1), nil
 	case "=", "!=", "<", "<=", ">", ">=":
 		test := cmpTests[n.Op]
 		// The common shape, a column against a string constant, skips
@@ -667,6 +629,31 @@ func (c *compiler) binary(n *Binary) (evalFn, error) {
 		}
 		return arith(op, a, b), nil
 	}, nil
+}
+
+// logic is AND (dominant 0: FALSE decides) and OR (dominant 1: TRUE
+// decides) in three-valued logic: anything else but two booleans is NULL.
+func logic(x, y evalFn, dominant int64) evalFn {
+	return func(r Row) (Value, error) {
+		a, err := x(r)
+		if err != nil {
+			return a, err
+		}
+		if a.K == Bool && a.I == dominant {
+			return a, nil
+		}
+		b, err := y(r)
+		if err != nil {
+			return b, err
+		}
+		if b.K == Bool && b.I == dominant {
+			return b, nil
+		}
+		if a.K == Bool && b.K == Bool {
+			return NewBool(dominant == 0), nil
+		}
+		return nullValue, nil
+	}
 }
 
 var cmpTests = map[string]func(int) bool{
