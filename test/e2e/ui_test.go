@@ -271,6 +271,17 @@ func TestDashboardInChromium(t *testing.T) {
 	page("#/policies", `tr[data-show]`)
 	poll("triggered", `[...document.querySelectorAll('tr[data-show="triggered"]')].some(r => r.textContent.includes("put_ops="))`)
 	shot("policies-triggered")
+	// Explain acme's pipeline: the static policy's compression, from p2's level.
+	run("explain", chromedp.SendKeys(`#explain-form input[name="tenant"]`, "acme"), chromedp.Click(`#explain-form button[type="submit"]`))
+	poll("explained", `[...document.querySelectorAll("#explain-form + div td code")].some(c => c.textContent === "compression")`)
+	shot("policies-explain")
+	// The keyboard alone: Tab to a section link and Enter opens it.
+	evalJS[bool](t, ctx, `(() => { document.querySelector('nav a[data-page="controllers"]').focus(); return true; })()`)
+	run("keyboard", chromedp.KeyEvent("\r"), chromedp.WaitVisible(`section[data-page="controllers"] h1`))
+	run("keyboard tab", chromedp.KeyEvent("\t"))
+	if focused := evalJS[string](t, ctx, `document.activeElement ? document.activeElement.tagName + " " + (document.activeElement.textContent || "").trim() : ""`); focused == "" || focused == "BODY " {
+		t.Errorf("Tab after a page change focuses nothing: %q", focused)
+	}
 	run("390 px", chromedp.EmulateViewport(390, 844))
 	shot("policies-390")
 	page("#/overview", `svg[data-plot="aggregate-bw"]`)
