@@ -52,7 +52,8 @@ type Config struct {
 	// changes (default 250 ms).
 	Poll time.Duration
 	// Slots is how many I/Os a pool runs at once before its fair-share
-	// queue orders the rest (default 16).
+	// queue orders the rest (default 8: more concurrent writes only
+	// contend for the file's lock, measured by facet bench nbd --slots).
 	Slots int
 	// Filters is the block filter list (default bfilter.Builtin).
 	Filters *bfilter.Registry
@@ -88,7 +89,7 @@ func New(cfg Config) *Manager {
 		cfg.Poll = 250 * time.Millisecond
 	}
 	if cfg.Slots <= 0 {
-		cfg.Slots = 16
+		cfg.Slots = 8
 	}
 	if cfg.Filters == nil {
 		cfg.Filters = bfilter.NewRegistry(bfilter.Builtin()...)

@@ -38,6 +38,7 @@ func newBenchNBDCommand() *cobra.Command {
 	f.StringVar(&o.Dir, "dir", "", "scratch directory on the disk to measure (default: a temporary directory)")
 	f.DurationVar(&o.Runtime, "runtime", 8*time.Second, "fio runtime per job")
 	f.StringVar(&size, "size", "512MiB", "bytes per volume")
+	f.IntVar(&o.Slots, "slots", 0, "I/Os a pool runs at once before its fair-share queue orders the rest (0: the server's default)")
 	f.StringVar(&o.Only, "only", "", "run one part: vs-nbdkit, throttle or filters")
 	return cmd
 }
