@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -167,20 +169,10 @@ func streamsModel(ctx context.Context, dir string, m fs.IOModel, o StreamsOption
 // of totals over all runs.
 func medianRun(runs []StreamsRow) StreamsRow {
 	sorted := slices.Clone(runs)
-	slices.SortFunc(sorted, func(a, b StreamsRow) int { return cmpFloat(a.TotalMBps, b.TotalMBps) })
+	slices.SortFunc(sorted, func(a, b StreamsRow) int { return cmp.Compare(a.TotalMBps, b.TotalMBps) })
 	r := sorted[len(sorted)/2]
 	r.Runs, r.TotalLow, r.TotalHigh = len(runs), sorted[0].TotalMBps, sorted[len(sorted)-1].TotalMBps
 	return r
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // pattern is an endless non-zero byte stream (zeros might be stored
@@ -278,7 +270,9 @@ func WriteStreamsTable(w io.Writer, rows []StreamsRow) {
 }
 
 // ClassifyCost measures parsing x-facet-context and classifying a request
-// against nine rules (the last one matching), in ns per request.
+// against nine rules (the last one matching), in CPU nanoseconds per
+// request of the measuring thread (getrusage RUSAGE_THREAD), so that a
+// busy machine's preemptions do not count.
 func ClassifyCost(n int) (headerNs, rulesNs float64) {
 	var rs flowctx.Rules
 	for i := range 8 {
@@ -288,26 +282,48 @@ func ClassifyCost(n int) (headerNs, rulesNs float64) {
 	c := flowctx.Compile(rs)
 	meta := func(string) string { return "etl" }
 	sink := 0
-	t := time.Now()
-	for range n {
-		ctx, err := flowctx.Parse("workflow=etl-42; class=compaction")
-		if err != nil {
-			panic(err)
+	header := func() {
+		for range n {
+			ctx, err := flowctx.Parse("workflow=etl-42; class=compaction")
+			if err != nil {
+				panic(err)
+			}
+			r := flowctx.Request{Context: ctx, Present: true, BucketKey: "data/z/k", UserAgent: "aws-sdk-go-v2 spark", Meta: meta}
+			cl, _ := c.Classify(&r)
+			sink += len(cl)
 		}
-		r := flowctx.Request{Context: ctx, Present: true, BucketKey: "data/z/k", UserAgent: "aws-sdk-go-v2 spark", Meta: meta}
-		cl, _ := c.Classify(&r)
-		sink += len(cl)
 	}
-	headerNs = float64(time.Since(t).Nanoseconds()) / float64(n)
-	t = time.Now()
-	for range n {
-		r := flowctx.Request{BucketKey: "data/z/k", UserAgent: "aws-sdk-go-v2 spark", Meta: meta}
-		cl, _ := c.Classify(&r)
-		sink += len(cl)
+	rules := func() {
+		for range n {
+			r := flowctx.Request{BucketKey: "data/z/k", UserAgent: "aws-sdk-go-v2 spark", Meta: meta}
+			cl, _ := c.Classify(&r)
+			sink += len(cl)
+		}
 	}
-	rulesNs = float64(time.Since(t).Nanoseconds()) / float64(n)
+	headerNs = threadCPU(header) / float64(n)
+	rulesNs = threadCPU(rules) / float64(n)
 	if sink == 0 {
 		return math.NaN(), math.NaN()
 	}
 	return headerNs, rulesNs
+}
+
+// threadCPU runs fn on a thread of its own and returns the CPU time it
+// used, in ns.
+func threadCPU(fn func()) float64 {
+	out := make(chan float64)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		const rusageThread = 1
+		var a, b syscall.Rusage
+		_ = syscall.Getrusage(rusageThread, &a)
+		fn()
+		_ = syscall.Getrusage(rusageThread, &b)
+		ns := func(r syscall.Rusage) float64 {
+			return float64(r.Utime.Nano() + r.Stime.Nano())
+		}
+		out <- ns(b) - ns(a)
+	}()
+	return <-out
 }
