@@ -599,3 +599,46 @@ func TestAdminPathsKeepTheirEscapes(t *testing.T) {
 		t.Errorf("tenant a/b: %d %s", st, body)
 	}
 }
+
+// The ring buffer keeps History and no more; a silent aggregator still
+// moves the time axis with zero points.
+func TestRingBufferTrimsAndFillsSilence(t *testing.T) {
+	now := time.Unix(2_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	agg := &fakeAgg{}
+	l := newLive(agg, nil, time.Second, 10*time.Second, clock, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	for i := range 30 {
+		mu.Lock()
+		now = now.Add(time.Second)
+		mu.Unlock()
+		if i < 20 {
+			agg.set(clock().Add(-time.Second), map[string]float64{"acme": float64(i)})
+		}
+		l.sample(ctx)
+	}
+	points, _, _, _ := l.snapshot()
+	if len(points) == 0 || len(points) > 10 {
+		t.Fatalf("%d points kept for a 10 s history", len(points))
+	}
+	for i := 1; i < len(points); i++ {
+		if points[i].T <= points[i-1].T {
+			t.Fatalf("points out of order: %d then %d", points[i-1].T, points[i].T)
+		}
+	}
+	last := points[len(points)-1]
+	if len(last.Tenants) != 0 || clock().UnixMilli()-last.T > 3000 {
+		t.Errorf("after 10 silent periods the last point is %+v (now %d)", last, clock().UnixMilli())
+	}
+}
+
+func TestTooManyStreams(t *testing.T) {
+	f := newFixture(t)
+	f.ui.live.mu.Lock()
+	f.ui.live.streams = maxStreams
+	f.ui.live.mu.Unlock()
+	if st, _ := f.admin().get("/ui/api/events"); st != http.StatusServiceUnavailable {
+		t.Errorf("stream over the limit: %d", st)
+	}
+}
