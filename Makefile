@@ -82,6 +82,9 @@ bench: build
 	$(GO) test -run='^$$' -bench='Compression|Decompression|Encryption|Noop' -benchtime=2s -cpu=1 ./internal/filter/
 	# Prometheus exporter: 4 KiB PUT/GET with and without it, its cost per request, filter timing.
 	$(GO) test -run='^$$' -bench=. -benchtime=2s -cpu=1 ./internal/promexp/
+	# QoS (seeds/000 Table 9.4a, Crystal Fig. 7): SLO splits across two gateways, accuracy, convergence, utilisation, Jain; shaping cost vs --qos-off.
+	./$(BIN) bench qos
+	$(GO) test -run='^$$' -bench=WaitN -benchtime=1s -cpu=1 ./internal/qos/
 	# S3 Select push-down (seeds/000 §9.4.3): 2%-of-rows query vs GET + DuckDB, scan MB/s, Fig. 25 drop curve, CSV and Parquet.
 	$(MAKE) $(VENV)/.installed
 	$(VENV)/bin/python bench/select_pushdown.py --bin $(BIN) --size $${SELECT_BENCH_SIZE:-1GiB}
@@ -90,6 +93,8 @@ bench: build
 	./$(BIN) bench streams
 	# Dashboard: 4 KiB GETs with 10 dashboards streaming the live plots vs none (goal >= 0.98x).
 	FACET_BIN=$(abspath $(BIN)) $(GO) test -run='^$$' -bench=UIOverhead -benchtime=1x ./internal/bench/
+	# Caching over versitygw (seeds/001 Fig. 5 and 6(b)): dynamic caching on oscillating 1 MiB GETs, the Arctur-like trace with and without caching, PUT admission overhead.
+	./$(BIN) bench cache
 
 # A local Redis for `facet serve --meta $$(scripts/redis.sh url)`.
 redis-start:

@@ -12,6 +12,7 @@ import (
 	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/filter/cache"
 	"github.com/facet-sds/facet/internal/filter/trash"
+	"github.com/facet-sds/facet/internal/qos"
 	"github.com/facet-sds/facet/internal/storage"
 )
 
@@ -28,9 +29,9 @@ const trashPurgeEvery = 10 * time.Minute
 
 // startRequestFilterStores opens the object cache (in opts.CacheDir, by
 // default DATA/cache) and the recycle bin, and starts the bin's purge
-// loop until ctx ends. The purge runs as a plain loop that recovers from
-// its own panics: Facet has no QoS background class yet to run it in.
-func startRequestFilterStores(ctx context.Context, opts Options, backend storage.Backend, owners trash.Owners, b *bus.NATS, node string, logger *slog.Logger) (*requestFilterStores, error) {
+// loop until ctx ends. The bin's copies and purges run in the tenant's QoS
+// background class of limiter.
+func startRequestFilterStores(ctx context.Context, opts Options, backend storage.Backend, owners trash.Owners, b *bus.NATS, node string, limiter *qos.Limiter, logger *slog.Logger) (*requestFilterStores, error) {
 	st := &requestFilterStores{}
 	dir := opts.CacheDir
 	if dir == "" && !opts.stateless {
@@ -52,7 +53,11 @@ func startRequestFilterStores(ctx context.Context, opts Options, backend storage
 	if st.cache != nil {
 		changed = st.cache.Changed
 	}
-	st.trash = trash.New(trash.Config{Backend: backend, Owners: owners, Changed: changed, Logger: logger})
+	var bg trash.Background
+	if limiter != nil {
+		bg = trashQoS{limiter}
+	}
+	st.trash = trash.New(trash.Config{Backend: backend, Owners: owners, Changed: changed, Background: bg, Logger: logger})
 	every := opts.TrashPurgeEvery
 	if every <= 0 {
 		every = trashPurgeEvery
@@ -67,6 +72,17 @@ func (st *requestFilterStores) close(logger *slog.Logger) {
 			logger.Warn("object cache close", "err", err)
 		}
 	}
+}
+
+// trashQoS admits the recycle bin's work into the background class.
+type trashQoS struct{ l *qos.Limiter }
+
+func (q trashQoS) Admit(ctx context.Context, tenant string) (trash.Work, error) {
+	s, err := q.l.Admit(ctx, tenant, qos.ClassBackground)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // cacheBus adapts the bus to the cache's small interface.

@@ -175,7 +175,6 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("qos: %w", err)
 	}
 	go qr.cleanup(ctx, backend, store, logger)
-	go qr.cleanup(ctx, backend, store, logger)
 	cr, err := startContext(ctx, opts.Context, store, policies, qr.s3(), logger)
 	if err != nil {
 		return fmt.Errorf("request classes: %w", err)
@@ -185,7 +184,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
-	reqStores, err := startRequestFilterStores(ctx, opts, backend, store, work.bus, opts.Node+"-"+defaultNode(), logger)
+	reqStores, err := startRequestFilterStores(ctx, opts, backend, store, work.bus, opts.Node+"-"+defaultNode(), qr.limiter, logger)
 	if err != nil {
 		return err
 	}

@@ -448,21 +448,42 @@ func (s *Store) drop(bucket, key string) {
 	s.mu.Unlock()
 }
 
-// Fill is an admission in progress: the object's bytes are written to a
-// temporary file as they stream to (GET) or from (PUT) the client. Commit
-// makes it an entry; Abort discards it. Either must be called once.
+// Fill is an admission in progress. The object's bytes are copied as they
+// stream to (GET) or from (PUT) the client and written to a temporary file
+// by a goroutine of the fill: a fill never makes its request wait for the
+// cache disk. When the disk falls more than fillQueue bytes behind, the
+// fill gives up (the object is simply not cached). Commit makes it an
+// entry; Abort discards it. Write is called from one goroutine; Commit or
+// Abort, once, after the last Write.
 type Fill struct {
-	s       *Store
-	pol     Policy
-	bucket  string
-	key     string
-	size    int64
-	f       *os.File
-	crc     hash.Hash32
-	n       int64
-	failed  bool
+	s      *Store
+	pol    Policy
+	bucket string
+	key    string
+	size   int64
+	n      int64 // bytes handed to Write
+	failed bool
+	cur    *[]byte // the chunk being gathered
+
+	ch     chan *[]byte
+	queued atomic.Int64
+	done   chan struct{}
+	// Set by the writer goroutine, read after done is closed.
+	f    *os.File
+	crc  hash.Hash32
+	werr error
+
 	settled bool
 }
+
+// fillQueue bounds the bytes a fill may hold in memory ahead of its disk;
+// fillChunk is the size of the chunks it writes.
+const (
+	fillQueue = 4 << 20
+	fillChunk = 64 << 10
+)
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, fillChunk); return &b }}
 
 // Admit starts a fill of bucket/key, an object of size bytes, under pol.
 // It returns nil when the object cannot fit the policy's budget.
@@ -470,31 +491,102 @@ func (s *Store) Admit(pol Policy, bucket, key string, size int64) *Fill {
 	if size < 0 || size > pol.Size || pol.Size <= 0 {
 		return nil
 	}
-	f, err := os.CreateTemp(s.tmp, "fill-*")
-	if err != nil {
-		s.log.Warn("cache: cannot start a fill", "err", err)
-		return nil
-	}
-	return &Fill{s: s, pol: pol, bucket: bucket, key: key, size: size, f: f, crc: crc32.New(castagnoli)}
+	w := &Fill{s: s, pol: pol, bucket: bucket, key: key, size: size, ch: make(chan *[]byte, 256), done: make(chan struct{})}
+	go w.write()
+	return w
 }
 
-// Write appends to the fill. It never fails the caller's stream: a write
-// error marks the fill failed, and Commit then discards it.
+func (w *Fill) write() {
+	defer close(w.done)
+	w.crc = crc32.New(castagnoli)
+	w.f, w.werr = os.CreateTemp(w.s.tmp, "fill-*")
+	for bp := range w.ch {
+		b := *bp
+		if w.werr == nil {
+			_, w.werr = w.f.Write(b)
+			w.crc.Write(b)
+		}
+		w.queued.Add(-int64(len(b)))
+		*bp = b[:0]
+		chunkPool.Put(bp)
+	}
+	if w.f != nil {
+		if err := w.f.Close(); w.werr == nil {
+			w.werr = err
+		}
+	}
+}
+
+// Write copies p into the fill. Small writes are gathered into chunks of
+// fillChunk bytes before they go to the writer. It never fails the
+// caller's stream: a fill that cannot keep up or cannot write marks itself
+// failed, and Commit then discards it.
 func (w *Fill) Write(p []byte) (int, error) {
-	if w.failed || w.settled {
+	if w.failed || w.settled || len(p) == 0 {
 		return len(p), nil
 	}
-	if w.n+int64(len(p)) > w.size {
+	w.n += int64(len(p))
+	if w.n > w.size {
 		w.failed = true
 		return len(p), nil
 	}
-	n, err := w.f.Write(p)
-	w.crc.Write(p[:n])
-	w.n += int64(n)
-	if err != nil {
-		w.failed = true
+	for rest := p; len(rest) > 0 && !w.failed; {
+		if w.cur == nil {
+			w.cur = chunkPool.Get().(*[]byte)
+		}
+		k := min(len(rest), fillChunk-len(*w.cur))
+		*w.cur = append(*w.cur, rest[:k]...)
+		rest = rest[k:]
+		if len(*w.cur) == fillChunk {
+			w.send()
+		}
 	}
 	return len(p), nil
+}
+
+// send hands the current chunk to the writer, or gives the fill up when
+// the writer is fillQueue bytes behind: a fill never blocks its request.
+func (w *Fill) send() {
+	bp := w.cur
+	w.cur = nil
+	n := int64(len(*bp))
+	if w.queued.Load()+n > fillQueue {
+		w.drop(bp)
+		return
+	}
+	w.queued.Add(n)
+	select {
+	case w.ch <- bp:
+	default:
+		w.queued.Add(-n)
+		w.drop(bp)
+	}
+}
+
+func (w *Fill) drop(bp *[]byte) {
+	*bp = (*bp)[:0]
+	chunkPool.Put(bp)
+	w.failed = true
+}
+
+// finish sends what is gathered, stops the writer and waits for it.
+func (w *Fill) finish() {
+	if w.cur != nil {
+		if w.failed {
+			w.drop(w.cur)
+			w.cur = nil
+		} else {
+			w.send()
+		}
+	}
+	close(w.ch)
+	<-w.done
+}
+
+func (w *Fill) discard() {
+	if w.f != nil {
+		_ = os.Remove(w.f.Name())
+	}
 }
 
 // Abort discards the fill.
@@ -503,45 +595,44 @@ func (w *Fill) Abort() {
 		return
 	}
 	w.settled = true
+	w.finish()
+	w.discard()
 	w.s.aborted.Add(1)
-	name := w.f.Name()
-	w.f.Close()
-	_ = os.Remove(name)
 }
 
-// Commit makes the fill the entry of bucket/key for version v, once it
-// holds exactly v.Size bytes.
+// Commit makes the fill the entry of bucket/key for version v, once all
+// of its v.Size bytes reached the disk.
 func (w *Fill) Commit(v Version) error {
 	if w.settled {
 		return errors.New("cache: fill already settled")
 	}
-	if w.failed || w.n != w.size || v.Size != w.size {
-		w.Abort()
-		return fmt.Errorf("cache: fill of %q/%q holds %d bytes, want %d", w.bucket, w.key, w.n, v.Size)
-	}
 	w.settled = true
+	w.finish()
 	s := w.s
-	id, err := newID()
-	if err != nil {
-		w.settled = false
-		w.Abort()
+	fail := func(err error) error {
+		w.discard()
+		s.aborted.Add(1)
 		return err
 	}
-	name := w.f.Name()
-	err = w.f.Close()
+	if w.failed || w.n != w.size || v.Size != w.size {
+		return fail(fmt.Errorf("cache: fill of %q/%q holds %d bytes, want %d", w.bucket, w.key, w.n, v.Size))
+	}
+	if w.werr != nil {
+		return fail(fmt.Errorf("cache: fill: %w", w.werr))
+	}
+	id, err := newID()
+	if err != nil {
+		return fail(err)
+	}
 	e := &entry{ID: id, Bucket: w.bucket, Key: w.key, Ver: v, Part: w.pol.name(), PSize: w.pol.Size, PEvict: w.pol.Evict,
 		Hits: 0, LastUse: s.now().UnixNano(), CRC: w.crc.Sum32(), verified: true}
-	if err == nil {
-		err = os.Rename(name, s.dataPath(id))
-	}
+	err = os.Rename(w.f.Name(), s.dataPath(id))
 	if err == nil {
 		err = s.writeMeta(e)
 	}
 	if err != nil {
-		_ = os.Remove(name)
 		_ = os.Remove(s.dataPath(id))
-		s.aborted.Add(1)
-		return fmt.Errorf("cache: commit: %w", err)
+		return fail(fmt.Errorf("cache: commit: %w", err))
 	}
 	s.mu.Lock()
 	s.insertLocked(e)
