@@ -227,12 +227,13 @@ func newGateway(ctx context.Context, s3Addr, adminAddr, token string, stop func(
 		stop()
 		return nil, fmt.Errorf("create tenant: status %d: %v", resp.StatusCode, err)
 	}
-	return &gateway{
-		adminURL: "http://" + adminAddr, token: token,
-		s3URL: "http://" + s3Addr, accessKey: created.AccessKey, secret: created.SecretKey,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}},
-		signer: v4.NewSigner(), stop: stop,
-	}, nil
+	g, err := newGatewayFor(s3Addr, adminAddr, token, created.AccessKey, created.SecretKey)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	g.stop = stop
+	return g, nil
 }
 
 // do sends one SigV4-signed request (UNSIGNED-PAYLOAD, as clients do for

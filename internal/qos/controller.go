@@ -19,8 +19,9 @@ type BandwidthConfig struct {
 	// Capacity is a node's capacity in bytes/s when the node reports none;
 	// 0 estimates it from saturation.
 	Capacity float64
-	// Threshold is the relative change under which a flow's rate is left
-	// as published (default 0.05): assignments go out only on real change.
+	// Threshold is the relative change under which a node's rates are
+	// left as published (default 0.03): assignments go out only on real
+	// change.
 	Threshold float64
 	// Throttled is the share of a period a flow's streams must have waited
 	// for tokens to count as wanting more than it got (default 0.02).
@@ -49,7 +50,7 @@ func NewBandwidth(cfg BandwidthConfig) *Bandwidth {
 		cfg.Algorithm = Crystal{}
 	}
 	if cfg.Threshold <= 0 {
-		cfg.Threshold = 0.05
+		cfg.Threshold = 0.03
 	}
 	if cfg.Throttled <= 0 {
 		cfg.Throttled = 0.02
@@ -82,11 +83,26 @@ func (b *Bandwidth) Reconcile(ctx context.Context, snap controller.MetricSnapsho
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// A node keeps the rates it has when none of its flows would move by
+	// more than the threshold; otherwise it gets the whole new set, so
+	// that small moves cannot pile up into capacity left unassigned.
+	moved := map[string]bool{}
+	for k, r := range alloc {
+		old, ok := b.last[k]
+		if !ok || math.IsInf(r, 1) != math.IsInf(old, 1) || math.Abs(r-old) > b.cfg.Threshold*old {
+			moved[k.Node] = true
+		}
+	}
+	for k := range b.last {
+		if _, ok := alloc[k]; !ok {
+			moved[k.Node] = true
+		}
+	}
 	next := Allocation{}
 	out := controller.Assignments{}
 	for k, r := range alloc {
-		if old, ok := b.last[k]; ok && math.Abs(r-old) <= b.cfg.Threshold*old {
-			r = old // under the threshold: keep what the nodes have
+		if !moved[k.Node] {
+			r = b.last[k]
 		}
 		next[k] = r
 		if math.IsInf(r, 1) {

@@ -246,6 +246,10 @@ func (l *Limiter) Refresh() {
 	}
 }
 
+// MinRate is the least rate an assignment gives a flow (bytes/s): a flow
+// the controller gives nothing still moves, slowly.
+const MinRate = 16 << 10
+
 // Rates is one node's share of a controller's assignments: bytes/s per
 // tenant and class.
 type Rates map[string]map[Class]float64
@@ -267,7 +271,9 @@ func (l *Limiter) Apply(inst string, seq uint64, rates Rates) {
 	clear(l.assigned)
 	for tenant, cs := range rates {
 		for c, r := range cs {
-			l.assigned[flowKey{tenant, c}] = r
+			// A rate of 0 holds the flow to a trickle: a bucket's 0 would
+			// mean unlimited.
+			l.assigned[flowKey{tenant, c}] = max(r, MinRate)
 		}
 	}
 	for _, f := range l.flows {

@@ -109,6 +109,10 @@ func TestAssignmentsThenStaleThenStatic(t *testing.T) {
 	if r, s := rate(); r != 50e6 || s != SourceStatic {
 		t.Fatalf("stale assignment: %v %s, want static", r, s)
 	}
+	l.Apply("c1", 2, Rates{"t1": {ClassGet: 0}})
+	if r, s := rate(); r != MinRate || s != SourceAssigned {
+		t.Fatalf("assigned 0: %v %s, want the trickle MinRate (0 would be unlimited)", r, s)
+	}
 	l.Apply("c2", 1, Rates{}) // a new controller instance, nothing for t1
 	if r, s := rate(); r != 50e6 || s != SourceStatic {
 		t.Fatalf("unassigned flow: %v %s", r, s)
