@@ -7,6 +7,7 @@ import (
 	"html"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -141,5 +142,32 @@ func TestContextClasses(t *testing.T) {
 	_, err := cl.GetObject(facetctx.With(ctxT(t), facetctx.Block{Class: "Bad Class"}), &s3.GetObjectInput{Bucket: aws.String("ctxb"), Key: aws.String("data/obj")})
 	if errCode(err) != "InvalidArgument" {
 		t.Fatalf("sdk: %v", err)
+	}
+}
+
+// The priority controller is selected by flag; a priority controller
+// without background classes or capacity is refused at start, saying why.
+func TestContextPriorityControllerSelected(t *testing.T) {
+	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(8), done: make(chan struct{})}
+	if err := s.launch([]string{"serve", "--data", s.dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr, "--admin-token", s.token,
+		"--context-controller", "priority", "--context-background", "flush,compaction", "--context-capacity", "100MB/s",
+		"--context-threshold", "10MB/s", "--context-floor", "1MB/s", "--nbd-addr", freeAddr(t)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.ctl(t, "context", "flows", "-o", "json")
+	if err != nil || !strings.Contains(string(out), `"controller":"priority"`) {
+		t.Fatalf("%v %s", err, out)
+	}
+
+	cmd := exec.Command(facetBin, "serve", "--data", t.TempDir(), "--s3-addr", freeAddr(t), "--admin-addr", freeAddr(t),
+		"--admin-token", "x", "--context-controller", "priority", "--nbd-addr", freeAddr(t))
+	msg, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(msg), "the priority controller needs --context-background") {
+		t.Fatalf("%v: %s", err, msg)
+	}
+	msg, err = exec.Command(facetBin, "serve", "--data", t.TempDir(), "--s3-addr", freeAddr(t), "--admin-addr", freeAddr(t),
+		"--admin-token", "x", "--context-controller", "silk", "--nbd-addr", freeAddr(t)).CombinedOutput()
+	if err == nil || !strings.Contains(string(msg), `context controller "silk"`) {
+		t.Fatalf("%v: %s", err, msg)
 	}
 }
