@@ -309,8 +309,19 @@ func TestDashboardInChromium(t *testing.T) {
 	if out, err := s.ctl(t, "filter", "list"); err != nil || !strings.Contains(string(out), "uinoop") {
 		t.Errorf("facet ctl filter list does not show the uploaded filter: %v\n%s", err, out)
 	}
+	// An SLO for acme: listed, and its reservation drawn on acme's plot.
+	page("#/slos", "#slo-form")
+	run("set an SLO",
+		chromedp.SetValue(`#slo-form select[name="tenant"]`, "acme"),
+		chromedp.SendKeys(`#slo-form input[name="reservation"]`, "2"),
+		chromedp.SendKeys(`#slo-form input[name="weight"]`, "2"),
+		chromedp.Click(`#slo-form button[type="submit"]`))
+	poll("SLO listed and drawn", `!!document.querySelector('tr[data-slo="acme"]') && !!document.querySelector('svg[data-plot="slo-acme"] line[data-ref="reservation"]')`)
+	if r := text(`tr[data-slo="acme"]`); !strings.Contains(r, "2.00 MB/s") {
+		t.Errorf("acme's SLO row: %q", r)
+	}
 	for _, p := range []struct{ hash, ready, name string }{
-		{"#/slos", `#slo-form`, "slos"},
+		{"#/slos", `svg[data-plot="slo-acme"]`, "slos"},
 		{"#/controllers", `tr[data-controller]`, "controllers"},
 		{"#/nodes", `section[data-page="nodes"] h1`, "nodes"},
 		{"#/volumes", `section[data-page="volumes"] h1`, "volumes"},

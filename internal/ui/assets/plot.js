@@ -15,7 +15,8 @@ function s(tag, attrs, ...kids) {
 function niceMax(v) {
   if (!(v > 0)) return 1;
   const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  // Four intervals: these maxima give round ticks (0.25, 0.5, 1, 1.5, 2, 2.5 × 10^k).
+  for (const m of [1, 2, 4, 6, 8, 10]) if (m * p >= v) return m * p;
   return 10 * p;
 }
 
