@@ -210,26 +210,51 @@ func RunRemote(ctx context.Context, o RemoteOptions) (RemoteResult, error) {
 		_, _ = rand.Read(payload)
 		label := fmt.Sprintf("%s c=%d", sizeLabel(sc.Size), sc.Concurrency)
 		fmt.Fprintf(o.Log, "running %s ...\n", label)
-		dPut := measure("versitygw direct", sc, func(i int) error {
-			return direct.do(ctx, http.MethodPut, "/direct/"+objKey(sc, i), payload, sc.Size, nil)
-		})
-		fPut := measure("facet gateway", sc, func(i int) error {
-			return gws[0].do(ctx, http.MethodPut, "/bench/"+objKey(sc, i), payload, sc.Size, nil)
-		})
-		dGet := measure("versitygw direct", sc, func(i int) error {
-			return direct.do(ctx, http.MethodGet, "/direct/"+objKey(sc, i), nil, 0, func(r io.Reader) error { return drain(r, sc.Size) })
-		})
-		fGet := measure("facet gateway", sc, func(i int) error {
-			return gws[0].do(ctx, http.MethodGet, "/bench/"+objKey(sc, i), nil, 0, func(r io.Reader) error { return drain(r, sc.Size) })
-		})
-		for _, m := range []measured{dPut, fPut, dGet, fGet} {
+		// Rounds alternate which path goes first, so that a change of the
+		// machine's load does not favour one.
+		var dPut, fPut, dGet, fGet roundsOf
+		rounds := min(3, sc.Ops)
+		rs := sc
+		rs.Ops = sc.Ops / rounds
+		for r := range rounds {
+			off := r * rs.Ops
+			viaDirect := func(method string) measured {
+				return measure("versitygw direct", rs, func(i int) error {
+					if method == http.MethodPut {
+						return direct.do(ctx, method, "/direct/"+objKey(sc, off+i), payload, sc.Size, nil)
+					}
+					return direct.do(ctx, method, "/direct/"+objKey(sc, off+i), nil, 0, func(r io.Reader) error { return drain(r, sc.Size) })
+				})
+			}
+			viaFacet := func(method string) measured {
+				return measure("facet gateway", rs, func(i int) error {
+					if method == http.MethodPut {
+						return gws[0].do(ctx, method, "/bench/"+objKey(sc, off+i), payload, sc.Size, nil)
+					}
+					return gws[0].do(ctx, method, "/bench/"+objKey(sc, off+i), nil, 0, func(r io.Reader) error { return drain(r, sc.Size) })
+				})
+			}
+			var dp, fp, dg, fg measured
+			if r%2 == 0 {
+				dp, fp = viaDirect(http.MethodPut), viaFacet(http.MethodPut)
+				dg, fg = viaDirect(http.MethodGet), viaFacet(http.MethodGet)
+			} else {
+				fp, dp = viaFacet(http.MethodPut), viaDirect(http.MethodPut)
+				fg, dg = viaFacet(http.MethodGet), viaDirect(http.MethodGet)
+			}
+			dPut.add(dp)
+			fPut.add(fp)
+			dGet.add(dg)
+			fGet.add(fg)
+		}
+		for _, m := range []measured{dPut.total(), fPut.total(), dGet.total(), fGet.total()} {
 			if m.err != nil {
 				return res, fmt.Errorf("%s %s: %w", label, m.Name, m.err)
 			}
 		}
 		res.Rows = append(res.Rows,
-			Comparison{Op: "PUT " + label, Facet: fPut.Result, Direct: dPut.Result},
-			Comparison{Op: "GET " + label, Facet: fGet.Result, Direct: dGet.Result})
+			Comparison{Op: "PUT " + label, Facet: fPut.total().Result, Direct: dPut.total().Result},
+			Comparison{Op: "GET " + label, Facet: fGet.total().Result, Direct: dGet.total().Result})
 	}
 
 	sc := o.Scale
@@ -272,6 +297,22 @@ func RunRemote(ctx context.Context, o RemoteOptions) (RemoteResult, error) {
 	}
 	return res, nil
 }
+
+// roundsOf collects one path's rounds; latency percentiles of the total
+// are the median of the rounds'.
+type roundsOf struct {
+	rs  []Result
+	err error
+}
+
+func (r *roundsOf) add(m measured) {
+	r.rs = append(r.rs, m.Result)
+	if r.err == nil {
+		r.err = m.err
+	}
+}
+
+func (r *roundsOf) total() measured { return measured{Result: combine(r.rs), err: r.err} }
 
 type cpuTicks struct{ busy, total uint64 }
 
