@@ -88,6 +88,15 @@ func (b *backing) each(off, n int64, fn func(m int, moff int64, lo, hi int64) er
 }
 
 func (b *backing) readAt(ctx context.Context, cost costFn, p []byte, off int64) error {
+	return b.io(ctx, cost, p, off, (*os.File).ReadAt)
+}
+
+func (b *backing) writeAt(ctx context.Context, cost costFn, p []byte, off int64) error {
+	return b.io(ctx, cost, p, off, (*os.File).WriteAt)
+}
+
+// io runs op on each member piece of p, each through its pool's queue.
+func (b *backing) io(ctx context.Context, cost costFn, p []byte, off int64, op func(*os.File, []byte, int64) (int, error)) error {
 	pos := 0
 	return b.each(off, int64(len(p)), func(m int, moff, _, take int64) error {
 		q := p[pos : pos+int(take)]
@@ -96,7 +105,7 @@ func (b *backing) readAt(ctx context.Context, cost costFn, p []byte, off int64) 
 			return err
 		}
 		defer b.gates[m].leave()
-		_, err := b.files[m].ReadAt(q, moff)
+		_, err := op(b.files[m], q, moff)
 		return err
 	})
 }
@@ -139,20 +148,6 @@ func holeRanges(f *os.File, off, n int64, fn func(lo, hi int64)) error {
 		pos = hole
 	}
 	return nil
-}
-
-func (b *backing) writeAt(ctx context.Context, cost costFn, p []byte, off int64) error {
-	pos := 0
-	return b.each(off, int64(len(p)), func(m int, moff, _, take int64) error {
-		q := p[pos : pos+int(take)]
-		pos += int(take)
-		if err := b.gates[m].enter(ctx, cost(take)); err != nil {
-			return err
-		}
-		defer b.gates[m].leave()
-		_, err := b.files[m].WriteAt(q, moff)
-		return err
-	})
 }
 
 // punch deallocates a range; reads of it return zeros afterwards.
