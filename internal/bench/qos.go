@@ -56,7 +56,7 @@ func (o *QoSOptions) defaults() {
 		o.Streams = 2
 	}
 	if o.OverheadRounds <= 0 {
-		o.OverheadRounds = 3
+		o.OverheadRounds = 5
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
