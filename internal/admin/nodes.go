@@ -22,7 +22,10 @@ type Node struct {
 	// backend.
 	IO      *storage.IOStatus  `json:"io,omitempty"`
 	Devices []sysdev.Placement `json:"devices"`
-	Note    string             `json:"note,omitempty"`
+	// Disks are all the node's block devices (/sys/block) with their
+	// type and scheduler, whether Facet's data is on them or not.
+	Disks []sysdev.Device `json:"disks"`
+	Note  string          `json:"note,omitempty"`
 }
 
 // NodeList is the body of GET /nodes.
@@ -54,8 +57,11 @@ func (n localNode) Nodes(ctx context.Context) ([]Node, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out := Node{Name: n.name, Backend: "remote", Devices: []sysdev.Placement{},
+	out := Node{Name: n.name, Backend: "remote", Devices: []sysdev.Placement{}, Disks: []sysdev.Device{},
 		Note: "object bytes live in a remote store: no local device, no I/O priorities"}
+	if disks, err := (sysdev.Reader{}).Disks(); err == nil {
+		out.Disks = disks
+	}
 	if ld, ok := n.backend.(localDevices); ok {
 		st := ld.IOStatus()
 		devs, err := ld.Devices()

@@ -94,6 +94,17 @@ func TestLocalityEmbedded(t *testing.T) {
 	if n.Name != l.Node || n.Backend != "fs" || n.IO == nil || n.IO.Model != "per-stream" || len(n.Devices) != 1 || n.IO.PrioritiesNote == "" {
 		t.Fatalf("%s", out)
 	}
+	if d := l.FS.Device; d != nil {
+		found := false
+		for _, disk := range n.Disks {
+			if disk.Name == d.Name && disk.Scheduler == d.Scheduler && disk.Type == d.Type {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("disk %s not among the node's disks: %s", d.Name, out)
+		}
+	}
 }
 
 // A remote backend answers with its endpoint, the backend bucket and key,
