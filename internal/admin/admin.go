@@ -264,7 +264,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Path and status only: bodies carry secrets and headers the token.
 	// Probes and scrapes come every few seconds: debug level.
 	lvl := slog.LevelInfo
-	if r.URL.Path == "/healthz" || r.URL.Path == "/metrics" {
+	if r.URL.Path == "/healthz" || r.URL.Path == "/metrics" || (r.Method == http.MethodGet && quietReads(r.Context())) {
 		lvl = slog.LevelDebug
 	}
 	h.log.LogAttrs(ctx, lvl, "admin request",
@@ -341,6 +341,15 @@ func BearerMatches(r *http.Request, want *[sha256.Size]byte) bool {
 }
 
 type reqIDKey struct{}
+
+type quietKey struct{}
+
+// QuietReads marks requests made with ctx as a dashboard's periodic
+// reads: their access-log lines go to debug level (changes stay at info).
+// Only in-process callers can set it.
+func QuietReads(ctx context.Context) context.Context { return context.WithValue(ctx, quietKey{}, true) }
+
+func quietReads(ctx context.Context) bool { q, _ := ctx.Value(quietKey{}).(bool); return q }
 
 // statusWriter remembers the status for the access log.
 type statusWriter struct {

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/facet-sds/facet/internal/admin"
 )
 
 // errorBody is the dashboard's error answer, shaped like the control
@@ -215,7 +217,9 @@ func (u *UI) proxy(w http.ResponseWriter, r *http.Request, sess session, path st
 // rawPath, when given, is its escaped form) and query, the body and its
 // content type pass; the browser's cookies do not.
 func (u *UI) callAPI(w http.ResponseWriter, r *http.Request, method, path, rawPath, query string, body io.Reader) {
-	req, err := http.NewRequestWithContext(r.Context(), method, "/", body)
+	// The pages poll (policies, controllers, bandwidth) every few seconds:
+	// the control API logs their reads at debug level, changes at info.
+	req, err := http.NewRequestWithContext(admin.QuietReads(r.Context()), method, "/", body)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "InvalidRequest", "bad API request")
 		return
