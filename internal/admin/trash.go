@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
+
+	"github.com/facet-sds/facet/internal/filter/trash"
 )
 
 // The recycle bin: objects deleted under a recycle_bin policy, kept per
@@ -26,17 +27,9 @@ var (
 	ErrTrashConflict = errors.New("cannot restore")
 )
 
-// TrashItem is one deleted object in a recycle bin.
-type TrashItem struct {
-	ID        string    `json:"id"`
-	Tenant    string    `json:"tenant"`
-	Bucket    string    `json:"bucket"`
-	Key       string    `json:"key"`
-	Size      int64     `json:"size"`
-	ETag      string    `json:"etag"`
-	DeletedAt time.Time `json:"deleted_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
+// TrashItem is one deleted object in a recycle bin (its JSON form is the
+// wire type).
+type TrashItem = trash.Item
 
 // TrashList is the body of GET /trash/{tenant}, oldest deletion first.
 type TrashList struct {

@@ -94,13 +94,8 @@ func (c cacheBus) Subscribe(pattern string, fn func(string, []byte)) (cache.Subs
 	return c.b.Subscribe(pattern, fn)
 }
 
-// trashAdmin adapts the recycle bin to the control API.
+// trashAdmin adapts the recycle bin's errors to the control API's.
 type trashAdmin struct{ s *trash.Store }
-
-func trashItem(it trash.Item) admin.TrashItem {
-	return admin.TrashItem{ID: it.ID, Tenant: it.Tenant, Bucket: it.Bucket, Key: it.Key, Size: it.Size, ETag: it.ETag,
-		DeletedAt: it.DeletedAt, ExpiresAt: it.ExpiresAt}
-}
 
 func trashAPIErr(err error) error {
 	switch {
@@ -114,22 +109,12 @@ func trashAPIErr(err error) error {
 
 func (t trashAdmin) List(ctx context.Context, tenant string) ([]admin.TrashItem, error) {
 	items, err := t.s.List(ctx, tenant)
-	if err != nil {
-		return nil, trashAPIErr(err)
-	}
-	out := make([]admin.TrashItem, len(items))
-	for i, it := range items {
-		out[i] = trashItem(it)
-	}
-	return out, nil
+	return items, trashAPIErr(err)
 }
 
 func (t trashAdmin) Restore(ctx context.Context, tenant, id string, overwrite bool) (admin.TrashItem, error) {
 	it, err := t.s.Restore(ctx, tenant, id, overwrite)
-	if err != nil {
-		return admin.TrashItem{}, trashAPIErr(err)
-	}
-	return trashItem(it), nil
+	return it, trashAPIErr(err)
 }
 
 func (t trashAdmin) Purge(ctx context.Context, tenant, id string) error {

@@ -116,6 +116,10 @@ def _policy(gws, text):
     return out
 
 
+def _bin(gw, tenant):
+    return json.loads(gw.ctl("trash", "list", tenant, "-o", "json"))["items"]
+
+
 def _cache(gw):
     m = gw.prom()
     return {k: m.get(f"facet_cache_{k}_total", 0) for k in ("hits", "misses", "stale", "invalidations", "admissions")}
@@ -274,13 +278,13 @@ def test_recycle_bin_restores_an_object_deleted_by_mistake(pair):
     with pytest.raises(ClientError):
         s3a.list_objects_v2(Bucket=".facet-trash")
 
-    items = json.loads(a.ctl("trash", "list", tenant, "-o", "json"))["items"]
+    items = _bin(a, tenant)
     assert len(items) == 1, items
     it = items[0]
     assert (it["bucket"], it["key"], it["size"], it["etag"]) == (bucket, "reports/q1.pdf", len(body), put["ETag"].strip('"'))
     # Another tenant's bin is its own.
     other, _ = _tenant(a)
-    assert json.loads(a.ctl("trash", "list", other, "-o", "json"))["items"] == []
+    assert _bin(a, other) == []
 
     # A new object took the key meanwhile: restore refuses, then overwrites when asked.
     s3a.put_object(Bucket=bucket, Key="reports/q1.pdf", Body=b"new")
@@ -292,11 +296,11 @@ def test_recycle_bin_restores_an_object_deleted_by_mistake(pair):
         assert r["Body"].read() == body and r["ETag"] == put["ETag"]
         assert r["Metadata"] == {"author": "ann"} and r["ContentType"] == "application/pdf"
     assert s3a.get_object(Bucket=bucket, Key="reports/q1.pdf", Range="bytes=1000-1999")["Body"].read() == body[1000:2000]
-    assert json.loads(a.ctl("trash", "list", tenant, "-o", "json"))["items"] != [] , "the overwritten object went to the bin"
+    assert _bin(a, tenant) != [] , "the overwritten object went to the bin"
     # Purge by hand; the bin is then empty.
-    for x in json.loads(a.ctl("trash", "list", tenant, "-o", "json"))["items"]:
+    for x in _bin(a, tenant):
         a.ctl("trash", "purge", tenant, x["id"])
-    assert json.loads(a.ctl("trash", "list", tenant, "-o", "json"))["items"] == []
+    assert _bin(a, tenant) == []
     with pytest.raises(RuntimeError, match="404|NoSuchTrashItem"):
         a.ctl("trash", "restore", tenant, it["id"])
 
@@ -308,9 +312,9 @@ def test_recycle_bin_restores_an_object_deleted_by_mistake(pair):
     for k in ("x", "y"):
         s3a.put_object(Bucket=bucket2, Key=k, Body=k.encode())
     s3a.delete_objects(Bucket=bucket2, Delete={"Objects": [{"Key": "x"}, {"Key": "y"}]})
-    listed = json.loads(a.ctl("trash", "list", tenant, "-o", "json"))["items"]
+    listed = _bin(a, tenant)
     assert sorted(i["key"] for i in listed if i["bucket"] == bucket2) == ["x", "y"]
-    _wait(lambda: not [i for i in json.loads(a.ctl("trash", "list", tenant, "-o", "json"))["items"] if i["bucket"] == bucket2],
+    _wait(lambda: not [i for i in _bin(a, tenant) if i["bucket"] == bucket2],
           "the background purge removes expired objects", timeout=30)
 
 
