@@ -174,12 +174,17 @@ func (h *handler) deleteSLO(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handler) bandwidth(w http.ResponseWriter, r *http.Request) error {
+// bwView reads the bandwidth view.
+func (h *handler) bwView(r *http.Request) (BWView, error) {
 	q, err := h.qosOrFail()
 	if err != nil {
-		return err
+		return BWView{}, err
 	}
-	v, err := q.Bandwidth(r.Context())
+	return q.Bandwidth(r.Context())
+}
+
+func (h *handler) bandwidth(w http.ResponseWriter, r *http.Request) error {
+	v, err := h.bwView(r)
 	if err != nil {
 		return err
 	}
@@ -189,11 +194,7 @@ func (h *handler) bandwidth(w http.ResponseWriter, r *http.Request) error {
 
 // osinfo is /bw without the flows: one line per node.
 func (h *handler) bandwidthOSInfo(w http.ResponseWriter, r *http.Request) error {
-	q, err := h.qosOrFail()
-	if err != nil {
-		return err
-	}
-	v, err := q.Bandwidth(r.Context())
+	v, err := h.bwView(r)
 	if err != nil {
 		return err
 	}
@@ -205,11 +206,7 @@ func (h *handler) bandwidthOSInfo(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (h *handler) bandwidthNode(w http.ResponseWriter, r *http.Request) error {
-	q, err := h.qosOrFail()
-	if err != nil {
-		return err
-	}
-	v, err := q.Bandwidth(r.Context())
+	v, err := h.bwView(r)
 	if err != nil {
 		return err
 	}
