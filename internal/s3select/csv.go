@@ -2,7 +2,9 @@ package s3select
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -46,6 +48,11 @@ func newCSVReader(src io.Reader, o *CSVInput) *csvReader {
 	return c
 }
 
+const (
+	swarLo = 0x0101010101010101
+	swarHi = 0x8080808080808080
+)
+
 // unsafeString views b as a string without copying.
 func unsafeString(b []byte) string {
 	if len(b) == 0 {
@@ -85,8 +92,28 @@ func (c *csvReader) split(line []byte, start int64) error {
 			c.row.fields = f
 			return nil
 		}
-		for i, ch := range line {
-			if ch == fd {
+		// Eight bytes at a time: a word's bytes equal to the delimiter
+		// are found with the has-zero-byte trick (candidates are checked,
+		// a borrow can flag a byte above a match).
+		pat := uint64(fd) * swarLo
+		i := 0
+		for ; i+8 <= len(line); i += 8 {
+			x := binary.LittleEndian.Uint64(line[i:]) ^ pat
+			for m := (x - swarLo) &^ x & swarHi; m != 0; m &= m - 1 {
+				k := i + bits.TrailingZeros64(m)>>3
+				if line[k] != fd {
+					continue
+				}
+				f = append(f, unsafeString(line[from:k]))
+				from = k + 1
+				if len(f) == need {
+					c.row.fields = f
+					return nil
+				}
+			}
+		}
+		for ; i < len(line); i++ {
+			if line[i] == fd {
 				f = append(f, unsafeString(line[from:i]))
 				from = i + 1
 				if len(f) == need {

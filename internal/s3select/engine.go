@@ -337,6 +337,9 @@ func (r *run) header(in Input, o *CSVInput, c *csvReader, start int64) ([]string
 		}
 		defer rc.Close()
 		hc = newCSVReader(rc, o)
+		// The header is one short record: read it in small steps, so
+		// that each chunk of a parallel scan re-reads little of it.
+		hc.lines.buf = make([]byte, 4<<10)
 	}
 	row, _, err := hc.next()
 	if err == io.EOF {

@@ -2,6 +2,7 @@ package s3select
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -77,6 +78,31 @@ func FuzzJSON(f *testing.F) {
 		}
 		if _, err := p.Run(context.Background(), memInput(data), &discardSink{}); err != nil && AsError(err).Code == CodeInternalError {
 			t.Fatalf("uncoded error: %v", err)
+		}
+	})
+}
+
+// FuzzSplit checks the word-at-a-time field splitter against
+// strings.Split on unquoted records, with and without a field limit.
+func FuzzSplit(f *testing.F) {
+	f.Add("a,b,,c,dddddddddddd,e", uint8(3))
+	f.Add(",,,,,,,,,,,,,,,,,", uint8(0))
+	f.Add("\x01,\x00,\xff,,\x2c\x2d", uint8(2))
+	f.Fuzz(func(t *testing.T, line string, need uint8) {
+		if strings.ContainsAny(line, "\"\n") {
+			return
+		}
+		c := &csvReader{fd: ',', q: '"', esc: '"'}
+		want := strings.Split(line, ",")
+		c.need = int(need%12) - 1
+		if err := c.split([]byte(line), 0); err != nil {
+			t.Fatal(err)
+		}
+		if c.need >= 0 && len(want) > c.need {
+			want = want[:c.need]
+		}
+		if strings.Join(c.row.fields, "\x00") != strings.Join(want, "\x00") || len(c.row.fields) != len(want) {
+			t.Fatalf("%q need %d: %q, want %q", line, c.need, c.row.fields, want)
 		}
 	})
 }
