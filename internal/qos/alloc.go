@@ -31,8 +31,11 @@ type UnitKey struct {
 type Problem struct {
 	// Capacity per node in bytes/s; +Inf (or a missing node) when unknown.
 	Capacity map[string]float64
-	Demands  []Demand
-	SLOs     SLOSource
+	// Estimated marks the capacities estimated from saturation rather
+	// than configured.
+	Estimated map[string]bool
+	Demands   []Demand
+	SLOs      SLOSource
 }
 
 // Allocation is a rate in bytes/s per flow and node; +Inf means

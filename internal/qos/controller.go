@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
@@ -79,6 +80,17 @@ func (b *Bandwidth) Reconcile(ctx context.Context, snap controller.MetricSnapsho
 	}
 	p := ProblemFromSnapshot(snap, b.cfg)
 	p.SLOs = slos
+	// An estimated capacity only matters where there is a reservation to
+	// keep: elsewhere it would hold back a workload that is still growing,
+	// so such nodes count as unbounded (limits still apply).
+	for n := range p.Estimated {
+		if !slices.ContainsFunc(p.Demands, func(d Demand) bool {
+			s, _ := slos.SLO(d.Tenant)
+			return d.Node == n && s.ReservationOf(d.Class) > 0
+		}) {
+			delete(p.Capacity, n)
+		}
+	}
 	alloc := b.cfg.Algorithm.Allocate(p)
 
 	b.mu.Lock()
@@ -191,6 +203,10 @@ func ProblemFromSnapshot(snap controller.MetricSnapshot, cfg BandwidthConfig) Pr
 			p.Capacity[name] = cfg.Capacity
 		case n.estimate > 0:
 			p.Capacity[name] = n.estimate
+			if p.Estimated == nil {
+				p.Estimated = map[string]bool{}
+			}
+			p.Estimated[name] = true
 		}
 	}
 	for _, k := range order {

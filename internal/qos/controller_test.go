@@ -69,8 +69,26 @@ func TestProblemCapacity(t *testing.T) {
 	f.Add(report("estimated", 0, FlowStatus{Tenant: "t1", Class: ClassPut, Streams: 1, Served: 10e6}))
 	snap, _ := f.Snapshot(context.Background())
 	p := ProblemFromSnapshot(snap, BandwidthConfig{})
-	if p.Capacity["configured"] != 80e6 || math.Abs(p.Capacity["estimated"]-11e6) > 1 {
-		t.Fatalf("capacities %v", p.Capacity)
+	if p.Capacity["configured"] != 80e6 || math.Abs(p.Capacity["estimated"]-11e6) > 1 || !p.Estimated["estimated"] || p.Estimated["configured"] {
+		t.Fatalf("capacities %v (estimated %v)", p.Capacity, p.Estimated)
+	}
+	// Without a reservation there, an estimated node is not held to its
+	// estimate; with one, it is.
+	b := NewBandwidth(BandwidthConfig{})
+	as, _ := b.Reconcile(context.Background(), snap)
+	for _, a := range as {
+		if a.Node == "estimated" {
+			t.Fatalf("flow on an estimated node without reservations assigned %v", a)
+		}
+	}
+	b = NewBandwidth(BandwidthConfig{SLOs: func(context.Context) (SLOSource, error) { return SLOMap{"t1": {Put: 5e6}}, nil }})
+	as, _ = b.Reconcile(context.Background(), snap)
+	found := false
+	for _, a := range as {
+		found = found || a.Node == "estimated" && math.Abs(a.Value-11e6) <= 1
+	}
+	if !found {
+		t.Fatalf("reserved flow on an estimated node not held to the estimate: %v", as)
 	}
 	p = ProblemFromSnapshot(snap, BandwidthConfig{Capacity: 50e6})
 	if p.Capacity["estimated"] != 50e6 {
