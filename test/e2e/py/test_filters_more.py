@@ -16,27 +16,23 @@ Two gateways share everything a fleet shares: redis-server (metadata),
   ETag, while the bin itself is never visible through S3.
 """
 
-import hashlib
+import base64
 import json
 import os
 import secrets
-import subprocess
+import shutil
 import time
 import urllib.request
 import uuid
 
 import boto3
 import pytest
+from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from conftest import _free_port, make_client
+from conftest import Server, _free_port, make_client
 from test_cluster import Gateway, Proc, _versitygw, _wait
 from test_dynamic import Bus
-
-import base64
-import shutil
-
-from botocore.config import Config
 
 REGION = "us-east-1"
 
@@ -353,3 +349,26 @@ def test_cache_holds_what_clients_see(pair):
     _wait(lambda: s3a.get_object(Bucket=bucket, Key="mp", PartNumber=2)["ResponseMetadata"]["HTTPHeaders"].get("x-facet-cache") == "hit",
           "part GETs from the cache")
     assert s3a.get_object(Bucket=bucket, Key="mp", PartNumber=2)["Body"].read() == parts[1]
+
+
+def test_cache_survives_restart(facet_bin, tmp_path):
+    """One `facet serve` (embedded store, bus and cache under its data
+    directory): an entry filled before a restart is a hit after it."""
+    srv = Server(facet_bin, tmp_path / "data", tmp_path / "facet.log")
+    srv.start()
+    try:
+        creds = srv.create_tenant("restart")
+        s3 = make_client(srv.endpoint, creds)
+        s3.create_bucket(Bucket="warm")
+        srv.ctl("policy", "add", "FOR BUCKET restart/warm DO SET caching WITH admit=put")
+        body = secrets.token_bytes(200_000)
+        s3.put_object(Bucket="warm", Key="k", Body=body)
+        cache = lambda: s3.get_object(Bucket="warm", Key="k")["ResponseMetadata"]["HTTPHeaders"].get("x-facet-cache")
+        _wait(lambda: cache() == "hit", "the PUT's admission is committed")
+        srv.stop()
+        srv.start()
+        s3 = make_client(srv.endpoint, creds)
+        r = s3.get_object(Bucket="warm", Key="k")
+        assert r["ResponseMetadata"]["HTTPHeaders"].get("x-facet-cache") == "hit" and r["Body"].read() == body
+    finally:
+        srv.stop()
