@@ -80,6 +80,9 @@ bench: build
 	# Workload metrics: 4 KiB PUT/GET with them on vs off, bus traffic vs Crystal's model.
 	./$(BIN) bench metrics
 	$(GO) test -run='^$$' -bench='Compression|Decompression|Encryption|Noop' -benchtime=2s -cpu=1 ./internal/filter/
+	# Sandboxed filters: 1 MiB PUT/GET with no filter, native noop, 1/2/4 WASM noops (Go) and the Rust one; instance start; WASM xor vs native Go.
+	GO=$(GO) ./scripts/wasm-examples.sh
+	./$(BIN) bench wasm --modules bin/wasm
 	# Prometheus exporter: 4 KiB PUT/GET with and without it, its cost per request, filter timing.
 	$(GO) test -run='^$$' -bench=. -benchtime=2s -cpu=1 ./internal/promexp/
 	# QoS (seeds/000 Table 9.4a, Crystal Fig. 7): SLO splits across two gateways, accuracy, convergence, utilisation, Jain; shaping cost vs --qos-off.

@@ -57,6 +57,7 @@ func newBenchCommand() *cobra.Command {
 	cmd.AddCommand(spine, newBenchPipelineCommand(), newBenchRangeCommand(), newBenchRunCommand(), newBenchReplayCommand(), newBenchCompareCommand(),
 		newBenchTraceCommand(), newBenchDatagenCommand())
 	cmd.AddCommand(newBenchMetricsCommand())
+	cmd.AddCommand(newBenchWasmCommand())
 	cmd.AddCommand(newBenchQoSCommand())
 	cmd.AddCommand(newBenchNBDCommand())
 	cmd.AddCommand(newBenchRemoteCommand())

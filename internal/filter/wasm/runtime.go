@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -45,6 +46,8 @@ type Runtime struct {
 	pages     uint32
 	logger    *slog.Logger
 	onFailure func(filter, reason string)
+	// copyBufs holds 1 MiB buffers for copying instances' output.
+	copyBufs sync.Pool
 }
 
 // NewRuntime returns a runtime; Close releases it.
@@ -76,7 +79,9 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("wasm: instantiating WASI: %w", err)
 	}
-	return &Runtime{rt: rt, cache: cache, pages: pages, logger: logger, onFailure: cfg.OnFailure}, nil
+	r := &Runtime{rt: rt, cache: cache, pages: pages, logger: logger, onFailure: cfg.OnFailure}
+	r.copyBufs.New = func() any { b := make([]byte, 1<<20); return &b }
+	return r, nil
 }
 
 // Close releases every compiled module and instance.

@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facet-sds/facet/internal/bench"
+)
+
+func newBenchWasmCommand() *cobra.Command {
+	var quick bool
+	var modules string
+	cmd := &cobra.Command{
+		Use:   "wasm",
+		Short: "1 MiB PUT/GET through facet serve: no filter vs native noop vs WASM noops (1, 2, 4; Go and Rust); instance start; WASM xor vs native Go",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := os.MkdirTemp("", "facet-bench-*")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(d)
+			ops := 200
+			if quick {
+				ops = 10
+			}
+			return bench.RunWasm(cmd.Context(), d, bench.WasmOptions{Modules: modules, Ops: ops, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
+		},
+	}
+	cmd.Flags().BoolVar(&quick, "quick", false, "small run, for smoke tests")
+	cmd.Flags().StringVar(&modules, "modules", "bin/wasm", "directory of the built example modules (make wasm-examples)")
+	return cmd
+}
