@@ -268,6 +268,7 @@ func (b *Backend) CompleteUpload(ctx context.Context, bucket, key, uploadID stri
 		return storage.ObjectInfo{}, err
 	}
 	full := b.objKey(bucket, key)
+	defer b.peeks.drop(full)
 	old, oldErr := b.head(ctx, full)
 	if err := b.putSmall(ctx, b.metaSidecar(up.Ref), js, nil); err != nil {
 		return storage.ObjectInfo{}, err

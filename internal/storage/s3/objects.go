@@ -169,6 +169,7 @@ func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.
 		return storage.ObjectInfo{}, err
 	}
 	full := b.objKey(bucket, key)
+	defer b.peeks.drop(full)
 	// The object being replaced may point at a metadata sidecar, deleted
 	// once the new object is in place. The HEAD must precede the write: run
 	// alongside it, it could see the new object and the old sidecar would
@@ -351,6 +352,9 @@ func (b *Backend) uploadParts(ctx context.Context, full string, uploadID *string
 // GetObject streams the stored bytes; ranges pass through to the backend.
 func (b *Backend) GetObject(ctx context.Context, bucket, key string, rng *storage.Range) (io.ReadCloser, storage.ObjectInfo, error) {
 	full := b.objKey(bucket, key)
+	if rc, info, ok, err := b.getPeeked(full, rng); ok {
+		return rc, info, err
+	}
 	in := &s3.GetObjectInput{Bucket: &b.bucket, Key: &full}
 	if rng != nil {
 		if rng.Start < 0 || rng.Length <= 0 {
@@ -415,6 +419,17 @@ func (b *Backend) HeadObject(ctx context.Context, bucket, key string) (storage.O
 	// Two tries: a concurrent overwrite may delete the sidecar the first
 	// HEAD pointed at.
 	for range 2 {
+		var info storage.ObjectInfo
+		var ok bool
+		if info, ok, err = b.headByPeek(ctx, bucket, key, full); ok {
+			if isNotFound(err) {
+				return storage.ObjectInfo{}, b.notFound(ctx, bucket, err)
+			}
+			if err == nil {
+				return info, nil
+			}
+			continue
+		}
 		var out *s3.HeadObjectOutput
 		out, err = b.head(ctx, full)
 		if err != nil {
@@ -436,6 +451,7 @@ func (b *Backend) DeleteObject(ctx context.Context, bucket, key string) error {
 		return err
 	}
 	full := b.objKey(bucket, key)
+	defer b.peeks.drop(full)
 	old, err := b.head(ctx, full)
 	if isNotFound(err) {
 		return nil
@@ -453,6 +469,7 @@ func (b *Backend) DeleteObject(ctx context.Context, bucket, key string) error {
 // UpdateMeta replaces the metadata with a server-side self-copy.
 func (b *Backend) UpdateMeta(ctx context.Context, bucket, key string, meta storage.ObjectMeta) (storage.ObjectInfo, error) {
 	full := b.objKey(bucket, key)
+	defer b.peeks.drop(full)
 	old, err := b.head(ctx, full)
 	if err != nil {
 		return storage.ObjectInfo{}, b.notFound(ctx, bucket, err)

@@ -131,6 +131,8 @@ type Backend struct {
 	pool     sync.Pool
 	// known maps a Facet bucket seen to exist to when it was (time.Time).
 	known sync.Map
+	// peeks are small objects read whole by HeadObject (peek.go).
+	peeks peeks
 }
 
 var _ storage.Backend = (*Backend)(nil)

@@ -3,6 +3,8 @@ package s3
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -251,4 +253,77 @@ func TestSmallNonLastParts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPeek: HeadObject reads a small object whole and the GetObject after
+// it is answered from that read: always one version's bytes with that
+// version's metadata, and never the older version once this backend has
+// overwritten the object itself.
+func TestPeek(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	b1, b2 := open(t, srv.URL("pk")), open(t, srv.URL("pk"))
+	if err := b1.CreateBucket(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	put := func(b *Backend, body string) {
+		t.Helper()
+		storagetest.Put(t, b, "b", "k", []byte(body), storage.ObjectMeta{})
+	}
+	get := func(b *Backend) (string, string) {
+		t.Helper()
+		rc, info, err := b.GetObject(ctx, "b", "k", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		data, _ := io.ReadAll(rc)
+		return string(data), info.Meta.ETag
+	}
+	put(b1, "v1")
+	if info, err := b1.HeadObject(ctx, "b", "k"); err != nil || info.Meta.ETag != md5hex("v1") || info.StoredSize != 2 {
+		t.Fatalf("head: %+v %v", info, err)
+	}
+	put(b2, "v2") // another gateway overwrites between HEAD and GET
+	if data, etag := get(b1); md5hex(data) != etag {
+		t.Fatalf("GET returned %q with the metadata of %q", data, etag)
+	}
+	if data, _ := get(b1); data != "v2" {
+		t.Fatalf("a second GET (no peek left) returned %q; want v2", data)
+	}
+	if _, err := b1.HeadObject(ctx, "b", "k"); err != nil {
+		t.Fatal(err)
+	}
+	put(b1, "v3") // this backend overwrites: its peek is dropped
+	if data, _ := get(b1); data != "v3" {
+		t.Fatalf("GET after this backend's own overwrite returned %q; want v3", data)
+	}
+	// A range of a peeked object, an empty object, and a large one.
+	if _, err := b1.HeadObject(ctx, "b", "k"); err != nil {
+		t.Fatal(err)
+	}
+	rc, _, err := b1.GetObject(ctx, "b", "k", &storage.Range{Start: 1, Length: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := io.ReadAll(rc); string(data) != "3" {
+		t.Fatalf("range of a peeked object: %q", data)
+	}
+	storagetest.Put(t, b1, "b", "empty", nil, storage.ObjectMeta{})
+	if info, err := b1.HeadObject(ctx, "b", "empty"); err != nil || info.StoredSize != 0 {
+		t.Fatalf("head of an empty object: %+v %v", info, err)
+	}
+	big := storagetest.Pattern(peekSize + 10)
+	storagetest.Put(t, b1, "b", "big", big, storage.ObjectMeta{})
+	if info, err := b1.HeadObject(ctx, "b", "big"); err != nil || info.StoredSize != int64(len(big)) {
+		t.Fatalf("head of a large object: %+v %v", info, err)
+	}
+	if got, _ := storagetest.Get(t, b1, "b", "big", nil); !bytes.Equal(got, big) {
+		t.Fatal("large object read back differs")
+	}
+}
+
+func md5hex(s string) string {
+	sum := md5.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
