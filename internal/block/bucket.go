@@ -7,9 +7,12 @@ import (
 	"time"
 )
 
-// burstWindow is the least time a throttle's burst covers: with ~1 ms
-// timers a smaller burst loses throughput (DESIGN.md, QoS model).
-const burstWindow = 10 * time.Millisecond
+// burstWindow is the time a throttle's burst covers. DESIGN.md asks for
+// at least 10 ms (with ~1 ms timers a smaller burst loses throughput);
+// block throttles take 100 ms because a loaded machine wakes sleepers
+// late, and only the burst lets a volume catch up afterwards: its
+// average then stays on target (facet bench nbd, throttle runs).
+const burstWindow = 100 * time.Millisecond
 
 // bucket is a token bucket whose rate changes at run time. Takers go into
 // debt and sleep until the refill has paid it, so waiters are served in

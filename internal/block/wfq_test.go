@@ -80,15 +80,15 @@ func TestBucketRate(t *testing.T) {
 	if err := b.wait(t.Context(), 1e12); err != nil {
 		t.Fatal("an unlimited bucket waits")
 	}
-	b.set(2000, 1) // 2000 tokens/s, burst 20
+	b.set(2000, 1) // 2000 tokens/s, burst 200
 	start := time.Now()
-	for range 220 {
+	for range 420 {
 		if err := b.wait(t.Context(), 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// 20 burst + 200 at 2000/s: at least 100 ms.
-	if d := time.Since(start); d < 95*time.Millisecond {
-		t.Fatalf("220 takes at 2000/s took %v", d)
+	// 200 burst + 220 at 2000/s: at least 110 ms.
+	if d := time.Since(start); d < 105*time.Millisecond {
+		t.Fatalf("420 takes at 2000/s took %v", d)
 	}
 }
