@@ -101,6 +101,9 @@ bench: build
 	# Block storage (seeds/000 §9.4.4, seeds/002 §4): fio through Facet's NBD vs nbdkit's file plugin, the 4-volume 3/5/7/7 MB/s and 3K/5K/7K/7K IO/s throttles, xor and AES-XTS filter cost.
 	./$(BIN) bench nbd
 	$(GO) test -run='^$$' -bench=Filters -benchtime=1s -cpu=1 ./internal/block/bfilter/
+	# Scale-out: GET/PUT 4 KiB and 64 MiB through facet gateway over versitygw vs straight to versitygw, then two gateways vs one with CPU.
+	./bench/peers/versitygw.sh install
+	./$(BIN) bench remote
 
 # A local Redis for `facet serve --meta $$(scripts/redis.sh url)`.
 redis-start:
