@@ -28,7 +28,11 @@ type RequestFilters interface {
 type ObjectCache interface {
 	Open(bucket, key string, v cache.Version, off, n int64) (io.ReadCloser, bool)
 	Admit(pol cache.Policy, bucket, key string, size int64) *cache.Fill
-	// Changed drops bucket/key here and on every gateway sharing the bus.
+}
+
+// Changes hears of every change to an object: the node's cache drops its
+// copy and every gateway sharing the bus is told.
+type Changes interface {
 	Changed(bucket, key string)
 }
 
@@ -37,8 +41,8 @@ type ObjectCache interface {
 // answered. Correctness does not rest on it (package cache says why);
 // it frees dead entries on every gateway at once.
 func (s *Server) changed(bucket, key string) {
-	if s.cache != nil {
-		s.cache.Changed(bucket, key)
+	if s.changes != nil {
+		s.changes.Changed(bucket, key)
 	}
 }
 

@@ -68,6 +68,8 @@ type Config struct {
 	Cache ObjectCache
 	// Trash keeps deleted objects for the recycle bin; nil keeps none.
 	Trash Trash
+	// Changes hears of every change to an object; nil tells no one.
+	Changes Changes
 }
 
 // Server is the S3 API. Each S3 operation is a method on it.
@@ -89,6 +91,7 @@ type Server struct {
 	reqFilters RequestFilters
 	cache      ObjectCache
 	trash      Trash
+	changes    Changes
 }
 
 // New returns a Server.
@@ -97,7 +100,7 @@ func New(cfg Config) *Server {
 		backend: cfg.Backend, buckets: cfg.Buckets, auth: cfg.Auth, log: cfg.Logger,
 		domains: cfg.Domains, region: cfg.Region, maxPut: cfg.MaxObjectSize, now: time.Now,
 		pipelines: cfg.Pipelines, decoders: cfg.Decoders, observer: cfg.Observer, qos: cfg.QoS,
-		reqFilters: cfg.RequestFilters, cache: cfg.Cache, trash: cfg.Trash,
+		reqFilters: cfg.RequestFilters, cache: cfg.Cache, trash: cfg.Trash, changes: cfg.Changes,
 	}
 	if s.observer == nil {
 		s.observer = noObserver{}

@@ -21,6 +21,9 @@ import (
 type requestFilterStores struct {
 	cache *cache.Store // nil: no cache directory (a stateless gateway without --cache-dir)
 	trash *trash.Store
+	// changes hears of every change to an object: the cache, or, on a
+	// gateway without one, a publisher for the others' caches.
+	changes interface{ Changed(bucket, key string) }
 }
 
 // trashPurgeEvery is how often the recycle bin's expired objects are
@@ -49,10 +52,11 @@ func startRequestFilterStores(ctx context.Context, opts Options, backend storage
 		}
 		st.cache = c
 	}
-	changed := func(string, string) {}
+	st.changes = publisher{b: b, node: node, log: logger}
 	if st.cache != nil {
-		changed = st.cache.Changed
+		st.changes = st.cache
 	}
+	changed := st.changes.Changed
 	var bg trash.Background
 	if limiter != nil {
 		bg = trashQoS{limiter}
@@ -83,6 +87,22 @@ func (q trashQoS) Admit(ctx context.Context, tenant string) (trash.Work, error) 
 		return nil, err
 	}
 	return s, nil
+}
+
+// publisher sends invalidations for a gateway without a cache of its own.
+type publisher struct {
+	b    *bus.NATS
+	node string
+	log  *slog.Logger
+}
+
+func (p publisher) Changed(bucket, key string) {
+	if p.b == nil {
+		return
+	}
+	if err := cache.Publish(cacheBus{p.b}, p.node, bucket, key); err != nil {
+		p.log.Debug("object cache invalidation not published", "err", err)
+	}
 }
 
 // cacheBus adapts the bus to the cache's small interface.

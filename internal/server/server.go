@@ -199,7 +199,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		Domains: opts.Domains, Region: opts.Region, QoS: cr.enforcer,
 		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
 		Observer:       promexp.Multi(prom, work.observer()),
-		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash,
+		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash, Changes: reqStores.changes,
 	})
 	blk, err := startBlock(ctx, opts, store, policies, dataKeys, prom.Registry(), logger)
 	if err != nil {

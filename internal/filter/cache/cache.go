@@ -408,15 +408,21 @@ func (s *Store) Changed(bucket, key string) {
 	if s.bus == nil {
 		return
 	}
-	msg, err := json.Marshal(invalidation{V: 1, Node: s.node, Bucket: bucket, Key: key})
-	if err == nil {
-		err = s.bus.Publish(Subject, msg)
-	}
-	if err != nil {
+	if err := Publish(s.bus, s.node, bucket, key); err != nil {
 		s.pubErrs.Add(1)
 		return
 	}
 	s.published.Add(1)
+}
+
+// Publish tells every gateway's cache that bucket/key changed. A gateway
+// without a cache of its own publishes too, for the others'.
+func Publish(b Bus, node, bucket, key string) error {
+	msg, err := json.Marshal(invalidation{V: 1, Node: node, Bucket: bucket, Key: key})
+	if err != nil {
+		return err
+	}
+	return b.Publish(Subject, msg)
 }
 
 // invalidation is the message on Subject.
