@@ -155,6 +155,35 @@ func TestQoSBandwidthShares(t *testing.T) {
 	// 15 MB/s goes to qb and qc (7.5 each on top of their reservations).
 	running[0].Store(false)
 	within("qa idle", []float64{-1, 17.5, 22.5})
+
+	// Without the controller the gateways keep its last assignment, then
+	// (after 20 periods) fall back to static local rates: the SLO limits,
+	// here none, so the flows run unlimited.
+	c.controllers[0].kill9()
+	sources := func() map[string]int {
+		out, err := c.gw[0].ctl(t, "bw", "-o", "json")
+		if err != nil || json.Unmarshal(out, &bw) != nil {
+			t.Fatalf("ctl bw: %v %s", err, out)
+		}
+		n := map[string]int{}
+		for _, node := range bw.Nodes {
+			for _, f := range node.Flows {
+				n[f.Source]++
+			}
+		}
+		return n
+	}
+	time.Sleep(2 * time.Second)
+	if n := sources(); n["assigned"] == 0 || n["none"] > 0 {
+		t.Errorf("2 s after the controller died the last assignment is not kept: %v", n)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for n := sources(); n["assigned"] > 0 || n["none"] == 0; n = sources() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gateways never fell back to static rates without a controller: %v", n)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // getLoop GETs bucket/obj until ctx ends, counting the bytes received;
