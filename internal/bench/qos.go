@@ -39,7 +39,9 @@ type QoSOptions struct {
 	Streams int
 	// OverheadRounds is the rounds of QoS on vs off (each Phase long).
 	OverheadRounds int
-	Log            io.Writer
+	// Algorithm is the bandwidth controller's (crystal when empty).
+	Algorithm string
+	Log       io.Writer
 }
 
 func (o *QoSOptions) defaults() {
@@ -60,6 +62,9 @@ func (o *QoSOptions) defaults() {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if o.Algorithm == "" {
+		o.Algorithm = "crystal"
 	}
 }
 
@@ -123,6 +128,10 @@ type qosClient struct {
 func RunQoS(ctx context.Context, dir string, phases []QoSPhase, o QoSOptions) (QoSResult, error) {
 	o.defaults()
 	res := QoSResult{Capacity: 2 * o.CapacityPerNode / 1e6}
+	alg, err := qos.AlgorithmByName(o.Algorithm)
+	if err != nil {
+		return res, err
+	}
 	busAddr, err := freeAddr()
 	if err != nil {
 		return res, err
@@ -130,7 +139,7 @@ func RunQoS(ctx context.Context, dir string, phases []QoSPhase, o QoSOptions) (Q
 	const token = "bench-token"
 	capFlag := fmt.Sprintf("%.0f", o.CapacityPerNode)
 	common := []string{"--s3-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--admin-token", token, "--unsafe-no-fsync",
-		"--log-level", "info", "--qos-capacity", capFlag, "--no-workload-metrics"}
+		"--log-level", "info", "--qos-capacity", capFlag, "--no-workload-metrics", "--qos-algorithm", o.Algorithm}
 	var nodes [2][2]string
 	for i, extra := range [][]string{
 		{"--data", filepath.Join(dir, "a"), "--node", "gw-a", "--bus-listen", busAddr},
@@ -214,7 +223,7 @@ func RunQoS(ctx context.Context, dir string, phases []QoSPhase, o QoSOptions) (Q
 		for time.Since(changed) < o.Phase {
 			sample()
 		}
-		want := expectedShares(ph.SLO, o.CapacityPerNode, o.Streams)
+		want := expectedShares(alg, ph.SLO, o.CapacityPerNode, o.Streams)
 		settled := start
 		for settled < len(samples) && ends[settled].Sub(changed) < o.Settle {
 			settled++
@@ -310,9 +319,10 @@ func getLoad(ctx context.Context, c qosClient, n *atomic.Int64) {
 	}
 }
 
-// expectedShares is each tenant's reservation plus fair spare on the ideal
-// demand (every flow saturating), per Crystal's Algorithm 1, in MB/s.
-func expectedShares(slo []float64, capPerNode float64, streams int) []float64 {
+// expectedShares is each tenant's share on the ideal demand (every flow
+// saturating) by the algorithm's definition, in MB/s: for crystal its
+// reservation plus a fair part of the spare.
+func expectedShares(alg qos.Algorithm, slo []float64, capPerNode float64, streams int) []float64 {
 	slos := qos.SLOMap{}
 	p := qos.Problem{Capacity: map[string]float64{"a": capPerNode, "b": capPerNode}, SLOs: slos}
 	for i, t := range qosTenants {
@@ -323,7 +333,7 @@ func expectedShares(slo []float64, capPerNode float64, streams int) []float64 {
 			p.Demands = append(p.Demands, qos.Demand{Tenant: t, Class: qos.ClassGet, Node: n, Streams: streams, Want: math.Inf(1)})
 		}
 	}
-	alloc := qos.Crystal{}.Allocate(p)
+	alloc := alg.Allocate(p)
 	out := make([]float64, len(qosTenants))
 	for i, t := range qosTenants {
 		for _, n := range []string{"a", "b"} {

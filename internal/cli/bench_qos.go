@@ -15,6 +15,7 @@ func newBenchQoSCommand() *cobra.Command {
 		quick    bool
 		capacity float64
 		svg      string
+		alg      string
 	)
 	cmd := &cobra.Command{
 		Use:   "qos",
@@ -25,7 +26,7 @@ func newBenchQoSCommand() *cobra.Command {
 				return err
 			}
 			defer os.RemoveAll(d)
-			o := bench.QoSOptions{CapacityPerNode: capacity, Log: cmd.ErrOrStderr()}
+			o := bench.QoSOptions{CapacityPerNode: capacity, Algorithm: alg, Log: cmd.ErrOrStderr()}
 			if quick {
 				o.Phase, o.Settle, o.OverheadRounds = 5*time.Second, 2*time.Second, 1
 			}
@@ -34,8 +35,8 @@ func newBenchQoSCommand() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "\nfacet bench qos (%s): 2 gateways × %s, 3 tenants × 2 GET streams of 1 MiB per gateway, crystal algorithm, 500 ms period\n\n",
-				time.Now().UTC().Format(time.RFC3339), rateFlag{&capacity})
+			fmt.Fprintf(out, "\nfacet bench qos (%s): 2 gateways × %s, 3 tenants × 2 GET streams of 1 MiB per gateway, %s algorithm, 500 ms period\n\n",
+				time.Now().UTC().Format(time.RFC3339), rateFlag{&capacity}, alg)
 			bench.WriteQoS(out, res)
 			if svg != "" {
 				f, err := os.Create(svg)
@@ -58,5 +59,6 @@ func newBenchQoSCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&quick, "quick", false, "short phases, for smoke tests")
 	cmd.Flags().Var(rateFlag{&capacity}, "capacity", "configured capacity of each gateway")
 	cmd.Flags().StringVar(&svg, "svg", "", "also write the timeline as an SVG plot to this file")
+	cmd.Flags().StringVar(&alg, "algorithm", "crystal", "the bandwidth controller's algorithm: crystal, maxmin or psfa")
 	return cmd
 }
