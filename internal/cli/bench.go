@@ -57,11 +57,12 @@ func newBenchCommand() *cobra.Command {
 	cmd.AddCommand(spine, newBenchPipelineCommand(), newBenchRangeCommand(), newBenchRunCommand(), newBenchReplayCommand(), newBenchCompareCommand(),
 		newBenchTraceCommand(), newBenchDatagenCommand())
 	cmd.AddCommand(newBenchMetricsCommand())
-	cmd.AddCommand(newBenchWasmCommand())
-	cmd.AddCommand(newBenchQoSCommand())
-	cmd.AddCommand(newBenchNBDCommand())
-	cmd.AddCommand(newBenchRemoteCommand())
 	cmd.AddCommand(newBenchStreamsCommand())
+	cmd.AddCommand(newBenchWasmCommand())
+	cmd.AddCommand(newBenchNBDCommand())
+	cmd.AddCommand(newBenchQoSCommand())
+	cmd.AddCommand(newBenchRemoteCommand())
+	cmd.AddCommand(newBenchCacheCommand())
 	return cmd
 }
 
