@@ -42,7 +42,7 @@ func (o *options) sloCommand() *cobra.Command {
 	for _, f := range []struct{ name, help string }{
 		{"get", "GET reservation (30MB/s)"}, {"put", "PUT reservation"}, {"reservation", "reservation of the classes --get/--put leave unset"},
 		{"limit", "cap of each class, fleet-wide"}, {"weight", "share of the spare bandwidth (default 1)"},
-		{"ops", "operations per second per gateway (over it: 503 SlowDown)"}, {"background", "cap of the tenant's background work"},
+		{"ops", "operations per second of each class, per gateway (over it: 503 SlowDown)"}, {"background", "cap of the tenant's background work"},
 	} {
 		spec[f.name] = set.Flags().String(f.name, "", f.help)
 	}
