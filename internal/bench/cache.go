@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,10 @@ func DefaultCacheOptions() CacheOptions {
 // CacheReport is what RunCache measured.
 type CacheReport struct {
 	Backend string
+	// Load is the machine's load averages (1, 5, 15 min) before and after: the
+	// paced GETs of Fig. 5 wait for a CPU after every sleep, and on a busy
+	// machine that wait dominates their latency.
+	LoadBefore, LoadAfter string
 	// Fig. 5: GETs while the dynamic policy had caching on vs off.
 	OscOn, OscOff   Result
 	OscHitOnly      Result
@@ -169,6 +174,8 @@ func resultOf(name string, lats []time.Duration, bytes int64, elapsed time.Durat
 // RunCache runs the three caching measurements.
 func RunCache(ctx context.Context, o CacheOptions) (CacheReport, error) {
 	var rep CacheReport
+	rep.LoadBefore = loadAvg()
+	defer func() { rep.LoadAfter = loadAvg() }()
 	logw := o.Log
 	if logw == nil {
 		logw = io.Discard
@@ -396,7 +403,8 @@ func runPutAdmission(ctx context.Context, gw *gateway, o CacheOptions, rep *Cach
 // figures next to Facet's.
 func WriteCacheReport(w io.Writer, r CacheReport) {
 	pct := func(a, b time.Duration) float64 { return (float64(a) - float64(b)) / float64(b) * 100 }
-	fmt.Fprintf(w, "backend: %s; Facet in this process with its object cache on the local disk\n\n", r.Backend)
+	fmt.Fprintf(w, "backend: %s; Facet in this process with its object cache on the local disk; load average %s before, %s after (%d CPUs)\n\n",
+		r.Backend, r.LoadBefore, r.LoadAfter, runtime.NumCPU())
 	fmt.Fprintln(w, "| measurement | without caching | with caching | change | sources |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
 	fmt.Fprintf(w, "| Fig. 5: median 1 MiB GET, dynamic policy off vs on periods (%d GETs off, %d on, %d hits) | %.2f ms | %.2f ms | %+.1f%% | -29.7%% |\n",
