@@ -68,9 +68,9 @@ type Policy struct {
 	Context    string
 	ContextPos Pos
 	When       Cond // nil without WHEN
-	Actions []*Action
-	To      []*ObjectCmp // the TO list; ANDed
-	ToPos   Pos
+	Actions    []*Action
+	To         []*ObjectCmp // the TO list; ANDed
+	ToPos      Pos
 
 	src *source
 

@@ -48,7 +48,7 @@ FOR ALL TENANTS CONTEXT flush DO SET bandwidth WITH limit=1MB/s`
 	}
 
 	for text, msg := range map[string]string{
-		"FOR TENANT t1 CONTEXT compaction DO SET compression": "only SET/DELETE bandwidth apply to one",
+		"FOR TENANT t1 CONTEXT compaction DO SET compression":                "only SET/DELETE bandwidth apply to one",
 		"FOR TENANT t1 CONTEXT Compaction DO SET bandwidth WITH limit=1MB/s": `request class "Compaction"`,
 		"FOR TENANT t1 CONTEXT DO SET bandwidth WITH limit=1MB/s":            "expected a request class",
 	} {
