@@ -10,6 +10,7 @@ bytes than were written; both gateways read back the exact bytes.
 """
 
 import base64
+import contextlib
 import json
 import os
 import secrets
@@ -99,11 +100,16 @@ class Gateway(Server):
         raise AssertionError(f"{name} not in /metrics")
 
 
-@pytest.fixture(scope="module")
-def fleet(facet_bin, tmp_path_factory):
+@contextlib.contextmanager
+def start_fleet(facet_bin, d, gateways=2, extra_env=None, gateway_env=None, gateway_class=None):
+    """Runs a fleet in directory d: redis-server, `facet bus`, versitygw with
+    bucket "facet", one `facet controller` and `gateways` `facet gateway`s
+    (gateway_class(binary, log_path, env, token), default Gateway; the i-th
+    one's environment gets gateway_env(i) when given). Yields (gateways,
+    backend boto3 client as root, env). Other fleet tests reuse it."""
     if shutil.which("redis-server") is None:
         pytest.fail("redis-server not found (scripts/ensure-deps.sh installs it)")
-    d = tmp_path_factory.mktemp("fleet")
+    gateway_class = gateway_class or Gateway
     procs = []
     try:
         redis_port = _free_port()
@@ -125,18 +131,26 @@ def fleet(facet_bin, tmp_path_factory):
         env = dict(os.environ,
                    FACET_META=f"redis://127.0.0.1:{redis_port}/0", FACET_BUS=f"nats://{bus.addr}",
                    FACET_BACKEND=f"s3://{access}:{secret}@{vgw_addr}/facet/fleet?tls=false",
-                   FACET_MASTER_KEY=base64.b64encode(secrets.token_bytes(32)).decode(), FACET_ADMIN_TOKEN=token)
+                   FACET_MASTER_KEY=base64.b64encode(secrets.token_bytes(32)).decode(), FACET_ADMIN_TOKEN=token,
+                   **(extra_env or {}))
         procs.append(Proc([facet_bin, "controller", "--data", str(d / "ctl")], d / "controller.log", env))
         gws = []
-        for i in (1, 2):
-            g = Gateway(facet_bin, d / f"gateway{i}.log", env, token)
+        for i in range(gateways):
+            genv = dict(env, **(gateway_env(i) if gateway_env else {}))
+            g = gateway_class(facet_bin, d / f"gateway{i + 1}.log", genv, token)
             g.start()
             gws.append(g)
             procs.append(g)
-        yield gws[0], gws[1], backend
+        yield gws, backend, env
     finally:
         for p in reversed(procs):
             p.stop()
+
+
+@pytest.fixture(scope="module")
+def fleet(facet_bin, tmp_path_factory):
+    with start_fleet(facet_bin, tmp_path_factory.mktemp("fleet")) as (gws, backend, _):
+        yield gws[0], gws[1], backend
 
 
 def test_policy_on_gateway1_compresses_writes_through_gateway2(fleet):
