@@ -322,6 +322,10 @@ func (r *run) exec(in Input) error {
 	if r.req.ScanRange == nil {
 		// Offsets count decompressed bytes: without a range, all records.
 		last = 1<<63 - 1
+	} else if csvr != nil {
+		csvr.lines.soft = last
+	} else if jr, ok := src.(jsonSource); ok && jr.lines != nil {
+		jr.lines.soft = last
 	}
 	return r.loop(src, csvr, last)
 }

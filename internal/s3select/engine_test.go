@@ -207,3 +207,20 @@ func TestParallelScanMatchesSequential(t *testing.T) {
 		}
 	}
 }
+
+// A ScanRange split reads its own bytes and little more: past its end,
+// only as much as finishes its last record.
+func TestScanRangeReadsLittleBeyondItsEnd(t *testing.T) {
+	data := benchCSV(4 << 20)
+	req := csvReq("SELECT * FROM S3Object s WHERE s.sel >= 0", "USE")
+	s, e := int64(1<<20), int64(2<<20-1)
+	req.ScanRange = &ScanRange{Start: &s, End: &e}
+	p, _ := Native{Workers: 1}.Prepare(req)
+	st, err := p.Run(context.Background(), memInput(data), &bufSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.BytesScanned < 1<<20 || st.BytesScanned > 1<<20+32<<10 {
+		t.Fatalf("a 1 MiB split scanned %d bytes", st.BytesScanned)
+	}
+}

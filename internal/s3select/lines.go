@@ -25,6 +25,9 @@ type lineReader struct {
 	// record (AllowQuotedRecordDelimiter).
 	quote, esc byte
 	quoted     bool
+	// soft is the stream offset of the scan range's last byte (0: none):
+	// beyond it reads are small.
+	soft int64
 }
 
 func newLineReader(src io.Reader, delim string) *lineReader {
@@ -46,7 +49,12 @@ func (l *lineReader) fill() error {
 		copy(nb, l.buf[:l.w])
 		l.buf = nb
 	}
-	n, err := l.src.Read(l.buf[l.w:])
+	room := l.buf[l.w:]
+	if l.soft > 0 && l.base+int64(l.w) >= l.soft && len(room) > 16<<10 {
+		// Past the scan range only the last record's end is wanted.
+		room = room[:16<<10]
+	}
+	n, err := l.src.Read(room)
 	l.w += n
 	if err == io.EOF {
 		l.eof = true
