@@ -93,9 +93,14 @@ type QoSRow struct {
 	// interval over per-second samples.
 	Want, Mean, CI []float64
 	Total          float64
+	// Median is each tenant's median per-second MB/s: robust to the
+	// seconds a loaded machine starves every process alike.
+	Median []float64
 	// Utilisation is Total over the fleet's capacity; MaxErr the largest
-	// |Mean-Want|/Want; Jain the fairness index over the tenants.
-	Utilisation, MaxErr, Jain float64
+	// |Mean-Want|/Want; Jain the fairness index over the tenants. The
+	// Median variants are the same on the medians.
+	Utilisation, MaxErr, Jain       float64
+	MedianUtilisation, MedianMaxErr float64
 	// Convergence is how long after the SLO change every tenant's 1 s
 	// throughput stayed within ±10% of Want (0: the first phase).
 	Convergence time.Duration
@@ -367,6 +372,12 @@ func qosSummary(name string, want []float64, ticks [][]float64, perTick int, cap
 			xs = append(xs, s[i])
 		}
 		m, ci := meanCI(xs)
+		md := median(xs)
+		row.Median = append(row.Median, md)
+		row.MedianUtilisation += md / capacity
+		if want[i] > 0 {
+			row.MedianMaxErr = math.Max(row.MedianMaxErr, math.Abs(md-want[i])/want[i])
+		}
 		row.Mean = append(row.Mean, m)
 		row.CI = append(row.CI, ci)
 		row.Total += m
@@ -497,8 +508,8 @@ func saturate(ctx context.Context, s3, admin, token string, payload []byte, o Qo
 // WriteQoS prints the table, the convergence times, the overhead and the
 // timeline.
 func WriteQoS(w io.Writer, r QoSResult) {
-	fmt.Fprintf(w, "| experiment | %s | total MB/s | expected | max error | utilisation | Jain | convergence |\n", strings.Join(qosTenants, " | "))
-	fmt.Fprintf(w, "|---|%s---|---|---|---|---|---|\n", strings.Repeat("---|", len(qosTenants)))
+	fmt.Fprintf(w, "| experiment | %s | total MB/s | expected | max error | utilisation | Jain | convergence | medians | max error | utilisation |\n", strings.Join(qosTenants, " | "))
+	fmt.Fprintf(w, "|---|%s---|---|---|---|---|---|---|---|---|\n", strings.Repeat("---|", len(qosTenants)))
 	for _, row := range r.Rows {
 		var cells, want []string
 		for i := range row.Mean {
@@ -509,8 +520,13 @@ func WriteQoS(w io.Writer, r QoSResult) {
 		if row.Convergence > 0 {
 			conv = fmt.Sprintf("%.2f s", row.Convergence.Seconds())
 		}
-		fmt.Fprintf(w, "| %s | %s | %.1f | %s | %.1f%% | %.1f%% | %.3f | %s |\n", row.Phase, strings.Join(cells, " | "), row.Total,
-			strings.Join(want, "/"), 100*row.MaxErr, 100*row.Utilisation, row.Jain, conv)
+		var meds []string
+		for _, m := range row.Median {
+			meds = append(meds, fmt.Sprintf("%.1f", m))
+		}
+		fmt.Fprintf(w, "| %s | %s | %.1f | %s | %.1f%% | %.1f%% | %.3f | %s | %s | %.1f%% | %.1f%% |\n", row.Phase, strings.Join(cells, " | "), row.Total,
+			strings.Join(want, "/"), 100*row.MaxErr, 100*row.Utilisation, row.Jain, conv,
+			strings.Join(meds, "/"), 100*row.MedianMaxErr, 100*row.MedianUtilisation)
 	}
 	o := r.Overhead
 	fmt.Fprintf(w, "\nShaping cost, one gateway, 3 tenants × %d GET streams of 1 MiB, unthrottled: QoS on %s MB/s, QoS off %s MB/s (per round); on/off = %.3f×\n",
