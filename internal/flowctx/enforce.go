@@ -315,6 +315,16 @@ func (p *paced) Write(b []byte) (int, error) {
 	return written, nil
 }
 
+// LastStep is when the controller last stepped.
+func (e *Enforcer) LastStep() time.Time {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.lastStep
+}
+
+// Controller is the name of the controller in force.
+func (e *Enforcer) Controller() string { return e.cfg.Controller }
+
 // Run steps the controller once per period until ctx ends.
 func (e *Enforcer) Run(ctx context.Context) {
 	t := time.NewTicker(e.cfg.Period)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/control"
+	"github.com/facet-sds/facet/internal/controller"
 	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/s3api"
@@ -70,7 +71,8 @@ func startContext(ctx context.Context, opts ContextOptions, store *meta.Store, p
 		Next:       next,
 		Logger:     logger,
 	})
-	go enf.Run(ctx)
+	// The class controller runs under the controller supervisor
+	// (supervised()), on every gateway: it enforces locally.
 	logger.Info("request classes", "controller", opts.Controller)
 	return &contextRuntime{store: store, registry: reg, enforcer: enf, ctrl: opts.Controller}, nil
 }
@@ -145,4 +147,35 @@ func (n *neededLater) Needed(ctx context.Context) (string, float64, bool) {
 		return e.Needed(ctx)
 	}
 	return "", 0, false
+}
+
+// supervised adds the class controller to the supervisor, so that it is
+// restarted if it fails and listed with the other controllers
+// (GET /v1/controllers) as context/limits or context/priority.
+func (c *contextRuntime) supervised() func(*controller.Supervisor) error {
+	return func(sup *controller.Supervisor) error {
+		return sup.Add("context/"+c.ctrl, controller.KindGlobal, "", classController{c.enforcer})
+	}
+}
+
+// classController is the enforcer's control loop as a supervised service.
+type classController struct{ e *flowctx.Enforcer }
+
+func (cc classController) Serve(ctx context.Context) error {
+	cc.e.Run(ctx)
+	return ctx.Err()
+}
+
+// Report shows each class flow's rate in force and measured bandwidth.
+func (cc classController) Report() controller.Report {
+	r := controller.Report{Active: true, LastEval: cc.e.LastStep(), Reason: "tenant x class flows, controller " + cc.e.Controller()}
+	for _, f := range cc.e.Flows() {
+		target := "tenant:" + f.Tenant + "/class:" + f.Class
+		r.Targets = append(r.Targets, target)
+		r.Values = append(r.Values, controller.Value{Target: target, Metric: "measured_bps", Value: f.Measured, Period: r.LastEval})
+		if !f.Unlimited {
+			r.Values = append(r.Values, controller.Value{Target: target, Metric: "rate_bps", Value: f.Rate, Period: r.LastEval})
+		}
+	}
+	return r
 }

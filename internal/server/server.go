@@ -180,7 +180,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("request classes: %w", err)
 	}
 	needs.e.Store(cr.enforcer)
-	controllers, err := startControllers(ctx, policies, metricFeed, prom, logger, qr.globals(opts.NoControllers, work.bus, logger)...)
+	controllers, err := startControllers(ctx, policies, metricFeed, prom, logger, append(qr.globals(opts.NoControllers, work.bus, logger), cr.supervised())...)
 	if err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}

@@ -158,6 +158,11 @@ func TestContextPriorityControllerSelected(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), `"controller":"priority"`) {
 		t.Fatalf("%v %s", err, out)
 	}
+	// It runs under the controller supervisor, listed with the others.
+	out, err = s.ctl(t, "controller", "list", "-o", "json")
+	if err != nil || !strings.Contains(string(out), `"context/priority"`) {
+		t.Fatalf("%v %s", err, out)
+	}
 
 	cmd := exec.Command(facetBin, "serve", "--data", t.TempDir(), "--s3-addr", freeAddr(t), "--admin-addr", freeAddr(t),
 		"--admin-token", "x", "--context-controller", "priority", "--nbd-addr", freeAddr(t))
