@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"math"
 	"net/http"
@@ -590,21 +591,35 @@ func WriteQoSSVG(w io.Writer, r QoSResult) error {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%g</text>`+"\n", left, W-right, y(v), y(v), left-4, y(v)+4, v)
 	}
 	fmt.Fprintf(&b, `<text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">MB/s</text>`+"\n", H/2, H/2)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">seconds</text>`+"\n", (W+left)/2, H-8)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">seconds (dotted: expected share)</text>`+"\n", (W+left)/2, H-8)
 	for i, m := range r.Marks {
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#888" stroke-dasharray="4 3"/>`+"\n", x(float64(m)), x(float64(m)), top, H-bottom)
 		if i < len(r.Rows) {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", x(float64(m))+3, top+10, r.Rows[i].Phase)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", x(float64(m))+3, top+10, html.EscapeString(r.Rows[i].Phase))
 		}
 	}
+	for sec := 0; sec < n; sec += 5 {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", x(float64(sec)), H-bottom+14, sec)
+	}
 	colors := []string{"#d62728", "#1f77b4", "#2ca02c"}
+	// What each tenant should get, dotted, phase by phase.
+	for i, row := range r.Rows {
+		from, to := float64(r.Marks[i]), float64(n-1)
+		if i+1 < len(r.Marks) {
+			to = float64(r.Marks[i+1])
+		}
+		for t, v := range row.Want {
+			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="1" stroke-dasharray="2 3" opacity="0.8"/>`+"\n",
+				x(from), x(to), y(v), y(v), colors[t%len(colors)])
+		}
+	}
 	for t := range qosTenants {
 		var pts []string
 		for s, row := range r.Timeline {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(float64(s)), y(row[t])))
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", colors[t%len(colors)], strings.Join(pts, " "))
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">%s</text>`+"\n", W-right-40*(len(qosTenants)-t), H-bottom+28, colors[t%len(colors)], qosTenants[t])
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">%s</text>`+"\n", W-right-40*(len(qosTenants)-t), H-bottom+28, colors[t%len(colors)], html.EscapeString(qosTenants[t]))
 	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
