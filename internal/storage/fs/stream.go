@@ -307,7 +307,10 @@ func (t *threadStream) run(ctx context.Context, f *os.File, off, end int64, flow
 			if c.buf != nil {
 				t.st.putBuf(c.buf)
 			}
-			t.ch <- chunk{err: ctx.Err()}
+			select {
+			case t.ch <- chunk{err: ctx.Err()}:
+			case <-t.stop:
+			}
 			return
 		}
 		if c.err != nil {
