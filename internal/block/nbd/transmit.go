@@ -1,6 +1,7 @@
 package nbd
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -88,6 +89,9 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// A client with many requests in flight sends them back to back: one
+	// read syscall then picks up several headers and small payloads.
+	in := bufio.NewReaderSize(c.rw, 256<<10)
 	replyTo := func(handle uint64, code uint32, data []byte) {
 		var rh [16]byte
 		binary.BigEndian.PutUint32(rh[0:], simpleReplyMagic)
@@ -109,7 +113,7 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 	}
 	defer wg.Wait()
 	for {
-		if _, err := io.ReadFull(c.rw, hdr[:]); err != nil {
+		if _, err := io.ReadFull(in, hdr[:]); err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				return nil // shutting down
@@ -133,7 +137,7 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 		if r.typ == cmdWrite && (code != 0 || r.length > MaxPayload) {
 			// The payload follows whatever we think of it: skip it to
 			// stay in step with the stream.
-			if _, err := io.CopyN(io.Discard, c.rw, int64(r.length)); err != nil {
+			if _, err := io.CopyN(io.Discard, in, int64(r.length)); err != nil {
 				return err
 			}
 		}
@@ -148,7 +152,7 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 		var payload []byte
 		if r.typ == cmdWrite {
 			payload = c.s.bufs.get(int(r.length))
-			if _, err := io.ReadFull(c.rw, payload); err != nil {
+			if _, err := io.ReadFull(in, payload); err != nil {
 				c.s.bufs.put(payload)
 				return err
 			}
