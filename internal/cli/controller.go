@@ -49,13 +49,14 @@ func newControllerCommand() *cobra.Command {
 }
 
 // newLogger is the JSON logger on stderr of the long-running commands, at
-// level. go-redis logs through a process-wide logger; it is sent there too.
+// level. go-redis logs through a process-wide logger; it is sent there too,
+// at most one message a minute.
 func newLogger(level string) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
-	redis.SetLogger(meta.RedisLog{Logger: logger})
+	redis.SetLogger(&throttledLog{next: meta.RedisLog{Logger: logger}, period: time.Minute})
 	return logger, nil
 }
