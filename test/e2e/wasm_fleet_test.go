@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// wasmModule is a module built by `make wasm-examples` (bin/wasm, or
+// $FACET_WASM_DIR).
+func wasmModule(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("FACET_WASM_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "bin", "wasm")
+	}
+	p, err := filepath.Abs(filepath.Join(dir, name+".wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%v: run `make wasm-examples` (make test does) or set FACET_WASM_DIR", err)
+	}
+	return p
+}
+
+// TestWasmFleet: a WebAssembly filter registered through one gateway of a
+// fleet (Redis, NATS, versitygw, a controller) runs on the other without a
+// restart, and an update through the second gateway leaves objects written
+// by version 1 readable everywhere, undone by version 1's module.
+func TestWasmFleet(t *testing.T) {
+	c := startCluster(t, clusterOptions{Gateways: 2, Controllers: 1})
+	gw1, gw2 := c.gw[0], c.gw[1]
+	tenant := "wasm" + randHex(3)
+	cr := gw1.createTenant(t, tenant)
+	cl1, cl2 := gw1.sdk(cr), gw2.sdk(cr)
+	bucket := "wasm-" + randHex(4)
+	mkBucket(t, cl1, bucket)
+
+	name := "xor_" + randHex(3)
+	out, err := gw1.ctl(t, "filter", "create", name, "--wasm", wasmModule(t, "xor"), "--methods", "PUT,GET",
+		"--stages", "gateway,storage", "--reversible", "--param", "key:string:k", "--owner", tenant, "-o", "json")
+	if err != nil {
+		t.Fatalf("filter create: %v %s", err, out)
+	}
+	gw1.policyAdd(t, fmt.Sprintf("FOR BUCKET %s/%s DO SET %s WITH key=fleet-key", tenant, bucket, name))
+
+	plain := bytes.Repeat([]byte("written through gateway 2, obfuscated by a module registered on gateway 1. "), 2000)
+	key := []byte("fleet-key")
+	xored := make([]byte, len(plain))
+	for i, b := range plain {
+		xored[i] = b ^ key[i%len(key)]
+	}
+	took := eventually(t, 30*time.Second, "gateway 2 runs the filter registered on gateway 1", func() error {
+		putBytes(t, cl2, bucket, "v1", plain)
+		if got := c.backendObject(t, "fleet/"+bucket+"/v1"); !bytes.Equal(got, xored) {
+			return fmt.Errorf("the backend holds %d bytes, not the XORed object", len(got))
+		}
+		return nil
+	})
+	t.Logf("gateway 2 ran the new filter %v after gateway 1's calls returned", took.Round(time.Millisecond))
+	if got, _ := getBytes(t, cl1, bucket, "v1"); !bytes.Equal(got, plain) {
+		t.Fatal("GET through gateway 1 did not undo the filter")
+	}
+
+	// Version 2 (a plain copy) registered through gateway 2.
+	out, err = gw2.ctl(t, "filter", "update", name, "--wasm", wasmModule(t, "noop"), "-o", "json")
+	if err != nil {
+		t.Fatalf("filter update: %v %s", err, out)
+	}
+	var up struct{ Version int }
+	if err := json.Unmarshal(out, &up); err != nil || up.Version != 2 {
+		t.Fatalf("update answered %s", out)
+	}
+	eventually(t, 30*time.Second, "gateway 1 runs version 2", func() error {
+		putBytes(t, cl1, bucket, "v2", plain)
+		if got := c.backendObject(t, "fleet/"+bucket+"/v2"); !bytes.Equal(got, plain) {
+			return fmt.Errorf("version 2 did not store the plain bytes")
+		}
+		return nil
+	})
+	for _, k := range []string{"v1", "v2"} {
+		if got, _ := getBytes(t, cl1, bucket, k); !bytes.Equal(got, plain) {
+			t.Fatalf("%s through gateway 1: not the written bytes", k)
+		}
+		if got, _ := getBytes(t, cl2, bucket, k); !bytes.Equal(got, plain) {
+			t.Fatalf("%s through gateway 2: not the written bytes", k)
+		}
+	}
+}
