@@ -207,7 +207,7 @@ func (s *Store) GetObject(ctx context.Context, bucket, key string, rng *storage.
 		}
 		// The file is open: whatever happens to the key now, the
 		// stream reads this version (stream.go).
-		return s.io.open(ctx, f, start, length), rec.info(bucket, key), nil
+		return s.io.open(ctx, f, start, length, rec.Stored), rec.info(bucket, key), nil
 	}
 }
 

@@ -123,19 +123,27 @@ func TestLargeStreamStaysOnOneThread(t *testing.T) {
 	}
 }
 
-// Small objects go through the pool in the per-stream model too.
-func TestSmallObjectUsesPool(t *testing.T) {
-	s := openStreams(t, StreamOptions{Model: IOPerStream})
-	putBytes(t, s, "b", "small", randomBytes(9*testChunk, 1))
-	rc, _, err := s.GetObject(context.Background(), "b", "small", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	if _, ok := rc.(*streamReader).src.(*poolStream); !ok {
-		t.Fatalf("a 9-chunk GET is not served by the pool")
+// Small objects are served directly (the bare file, for sendfile) in the
+// per-stream model, and by the round-robin pool in the pool model.
+func TestSmallObjects(t *testing.T) {
+	for model, check := range map[IOModel]func(io.ReadCloser) bool{
+		IOPerStream: func(rc io.ReadCloser) bool { _, ok := rc.(*os.File); return ok },
+		IOPool:      func(rc io.ReadCloser) bool { r, ok := rc.(*streamReader); return ok && isPool(r) },
+	} {
+		s := openStreams(t, StreamOptions{Model: model})
+		putBytes(t, s, "b", "small", randomBytes(9*testChunk, 1))
+		rc, _, err := s.GetObject(context.Background(), "b", "small", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !check(rc) {
+			t.Errorf("%s: a 9-chunk GET is served by %T", model, rc)
+		}
+		_ = rc.Close()
 	}
 }
+
+func isPool(r *streamReader) bool { _, ok := r.src.(*poolStream); return ok }
 
 // Both models return the same bytes as the file holds, for whole objects
 // and ranges, chunk-aligned or not, read with Read or WriteTo.
