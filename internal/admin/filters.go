@@ -330,3 +330,32 @@ func decodeJSONStrict(b []byte, v any) error {
 	}
 	return nil
 }
+
+// UploadBody encodes a filter or dependency upload as the API takes it:
+// multipart/form-data with a JSON "descriptor" part and, when data is not
+// nil, a binary part named dataPart ("module" or "data"). It returns the
+// body and its Content-Type; clients (facet ctl, the benchmarks) use it.
+func UploadBody(descriptor any, dataPart string, data []byte) ([]byte, string, error) {
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	d, err := json.Marshal(descriptor)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := mw.WriteField("descriptor", string(d)); err != nil {
+		return nil, "", err
+	}
+	if data != nil {
+		w, err := mw.CreateFormFile(dataPart, dataPart)
+		if err != nil {
+			return nil, "", err
+		}
+		if _, err := w.Write(data); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := mw.Close(); err != nil {
+		return nil, "", err
+	}
+	return body.Bytes(), mw.FormDataContentType(), nil
+}

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/filter/wasm"
 )
@@ -332,31 +331,16 @@ func (x *xorStream) Read(p []byte) (int, error) {
 
 // createFilter registers a WASM filter through the admin API.
 func (g *gateway) createFilter(ctx context.Context, descriptor map[string]any, code []byte) error {
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	d, err := json.Marshal(descriptor)
+	body, ct, err := admin.UploadBody(descriptor, "module", code)
 	if err != nil {
 		return err
 	}
-	if err := mw.WriteField("descriptor", string(d)); err != nil {
-		return err
-	}
-	part, err := mw.CreateFormFile("module", "module.wasm")
-	if err != nil {
-		return err
-	}
-	if _, err := part.Write(code); err != nil {
-		return err
-	}
-	if err := mw.Close(); err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.adminURL+"/v1/filters", &body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.adminURL+"/v1/filters", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+g.token)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Content-Type", ct)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

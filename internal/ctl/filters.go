@@ -3,9 +3,7 @@ package ctl
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"os"
@@ -262,32 +260,15 @@ func (c *client) uploadFilter(ctx context.Context, method, path string, descript
 // upload sends a multipart form: a JSON "descriptor" part and, when data
 // is not nil, a binary part named dataPart.
 func (c *client) upload(ctx context.Context, method, path string, descriptor any, dataPart string, data []byte, out any) error {
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	d, err := json.Marshal(descriptor)
+	body, ct, err := admin.UploadBody(descriptor, dataPart, data)
 	if err != nil {
 		return err
 	}
-	if err := mw.WriteField("descriptor", string(d)); err != nil {
-		return err
-	}
-	if data != nil {
-		w, err := mw.CreateFormFile(dataPart, dataPart)
-		if err != nil {
-			return err
-		}
-		if _, err := w.Write(data); err != nil {
-			return err
-		}
-	}
-	if err := mw.Close(); err != nil {
-		return err
-	}
-	req, err := c.request(ctx, method, path, &body)
+	req, err := c.request(ctx, method, path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Content-Type", ct)
 	return c.send(req, out)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/meta"
 )
 
 // Descriptor is what an administrator uploads with a module: the filter's
@@ -59,7 +60,7 @@ func ParseDescriptor(b []byte) (Descriptor, error) {
 // Validate checks a descriptor and puts its lists in canonical form
 // (upper-case methods, lower-case stages, no duplicates).
 func (d *Descriptor) Validate() error {
-	if !validName(d.Name) {
+	if !meta.ValidFilterName(d.Name) {
 		return fmt.Errorf("descriptor: invalid filter name %q: want 1-63 characters [a-z][a-z0-9-_]*", d.Name)
 	}
 	if d.Name == "dependencies" {
@@ -94,7 +95,7 @@ func (d *Descriptor) Validate() error {
 	seen := map[string]bool{}
 	for i := range d.Params {
 		ps := &d.Params[i]
-		if !validName(ps.Name) {
+		if !meta.ValidFilterName(ps.Name) {
 			return fmt.Errorf("descriptor: parameter name %q: want 1-63 characters [a-z][a-z0-9-_]*", ps.Name)
 		}
 		if seen[ps.Name] {
@@ -114,13 +115,13 @@ func (d *Descriptor) Validate() error {
 		}
 	}
 	for _, dep := range d.Dependencies {
-		if !validName(dep) {
+		if !meta.ValidFilterName(dep) {
 			return fmt.Errorf("descriptor: dependency name %q: want 1-63 characters [a-z][a-z0-9-_]*", dep)
 		}
 	}
 	slices.Sort(d.Dependencies)
 	d.Dependencies = slices.Compact(d.Dependencies)
-	if d.Owner != "" && !validOwner(d.Owner) {
+	if d.Owner != "" && !meta.ValidTenantName(d.Owner) {
 		return fmt.Errorf("descriptor: invalid owner %q: want a tenant name", d.Owner)
 	}
 	return nil
@@ -137,38 +138,6 @@ func typeList() string {
 func compactSorted[T ~string](s []T) []T {
 	slices.Sort(s)
 	return slices.Compact(s)
-}
-
-// validName is meta.ValidFilterName's rule, which the policy language can
-// spell as an identifier.
-func validName(name string) bool {
-	if len(name) < 1 || len(name) > 63 || name[0] < 'a' || name[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// validOwner is a tenant name's shape: [a-z0-9][a-z0-9-_.]*, 1-63.
-func validOwner(name string) bool {
-	if len(name) < 1 || len(name) > 63 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case i > 0 && (c == '-' || c == '_' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // Spec is what the metadata store holds for a WASM filter (the opaque
