@@ -2,6 +2,7 @@ package block
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/facet-sds/facet/internal/block/nbd"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/metrics"
 	"github.com/facet-sds/facet/internal/policy"
 )
 
@@ -60,6 +62,12 @@ type Config struct {
 	// TLSDir holds the NBD CA that signs tenants' client certificates;
 	// empty: none can be issued.
 	TLSDir string
+	// Publish, when set, receives each second's per-volume rates as
+	// workload-metric node samples (volume_read_bw, volume_write_bw,
+	// volume_read_iops, volume_write_iops; targets "volume:NAME") for
+	// the bus; Node names this process in them.
+	Publish func(subject string, data []byte) error
+	Node    string
 }
 
 // Manager owns the volumes of one node: it opens them for NBD
@@ -186,7 +194,9 @@ func (m *Manager) Run(ctx context.Context) {
 					ReadIOPS: float64(cur[2]-p[2]) / dt, WriteIOPS: float64(cur[3]-p[3]) / dt}
 				prev[name] = cur
 			}
+			rates := maps.Clone(m.rates)
 			m.mu.Unlock()
+			m.publish(now, rates)
 		}
 	}
 }
@@ -626,4 +636,39 @@ func (m *Manager) ClientCert(ctx context.Context, tenant string) (ClientCert, er
 		return ClientCert{}, err
 	}
 	return IssueClientCert(m.cfg.TLSDir, tenant)
+}
+
+// VolumeMetrics are the workload metrics the block stage publishes, in
+// the order of Rates' fields.
+func VolumeMetrics() []string {
+	return []string{"volume_read_bw", "volume_write_bw", "volume_read_iops", "volume_write_iops"}
+}
+
+// publish sends one node sample per volume metric for the second that
+// ended at now; volumes that did nothing are left out, as the gateway's
+// collector does.
+func (m *Manager) publish(now time.Time, rates map[string]Rates) {
+	if m.cfg.Publish == nil {
+		return
+	}
+	end := now.Truncate(time.Second)
+	for i, metric := range VolumeMetrics() {
+		s := metrics.NodeSample{V: 1, Node: m.cfg.Node, Metric: metric, StartMs: end.Add(-time.Second).UnixMilli(), PeriodMs: 1000,
+			Values: map[string]float64{}}
+		for name, r := range rates {
+			if v := [4]float64{r.ReadBW, r.WriteBW, r.ReadIOPS, r.WriteIOPS}[i]; v != 0 {
+				s.Values["volume:"+name] = v
+			}
+		}
+		if len(s.Values) == 0 {
+			continue
+		}
+		b, err := json.Marshal(s)
+		if err == nil {
+			err = m.cfg.Publish(metrics.SubjectNodePrefix+metric, b)
+		}
+		if err != nil {
+			m.log.Debug("volume metrics not published", "metric", metric, "err", err)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/block"
 	"github.com/facet-sds/facet/internal/block/nbd"
+	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/control"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/keys"
@@ -50,7 +51,7 @@ type blockStage struct {
 // startBlock starts the volume manager and the NBD server. It returns a
 // nil stage when the block stage is off.
 func startBlock(ctx context.Context, opts Options, store *meta.Store, policies block.Policies, dataKeys block.Keys,
-	reg prometheus.Registerer, logger *slog.Logger) (*blockStage, error) {
+	reg prometheus.Registerer, pub bus.Bus, logger *slog.Logger) (*blockStage, error) {
 	bo := opts.Block
 	if bo.Addr == "" || bo.Addr == "off" {
 		return nil, nil
@@ -75,7 +76,11 @@ func startBlock(ctx context.Context, opts Options, store *meta.Store, policies b
 		}
 		return nil, fmt.Errorf("listen nbd: %w", err)
 	}
-	mgr := block.New(block.Config{Store: store, Policies: policies, Keys: dataKeys, Logger: log, TLSDir: tlsDir})
+	cfg := block.Config{Store: store, Policies: policies, Keys: dataKeys, Logger: log, TLSDir: tlsDir, Node: opts.Node}
+	if pub != nil {
+		cfg.Publish = pub.Publish
+	}
+	mgr := block.New(cfg)
 	if err := mgr.Reload(ctx); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("block: %w", err)
@@ -153,7 +158,7 @@ func RunBlock(ctx context.Context, opts Options, logger *slog.Logger) error {
 	defer cancel()
 	go policies.Run(ctx)
 	reg := prometheus.NewRegistry()
-	blk, err := startBlock(ctx, opts, store, policies, dataKeys, reg, logger)
+	blk, err := startBlock(ctx, opts, store, policies, dataKeys, reg, nil, logger)
 	if err != nil {
 		return err
 	}

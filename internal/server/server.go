@@ -201,7 +201,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		Observer:       promexp.Multi(prom, work.observer()),
 		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash, Changes: reqStores.changes,
 	})
-	blk, err := startBlock(ctx, opts, store, policies, dataKeys, prom.Registry(), logger)
+	blk, err := startBlock(ctx, opts, store, policies, dataKeys, prom.Registry(), work.bus, logger)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,99 @@
+package block
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/facet-sds/facet/internal/block/nbd"
+	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/metrics"
+)
+
+func testManager(t *testing.T, cfg Config) (*Manager, *meta.Store) {
+	t.Helper()
+	mk := make([]byte, meta.MasterKeySize)
+	rand.Read(mk)
+	store, err := meta.OpenURL(t.Context(), "", t.TempDir(), mk, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	cfg.Store = store
+	m := New(cfg)
+	ctx := t.Context()
+	for _, tn := range []string{"acme", "bob"} {
+		if _, err := store.CreateTenant(ctx, tn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.CreatePool(ctx, meta.Pool{Name: "p", Dir: t.TempDir(), Capacity: 1 << 30, Usage: ClassBestEffort}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateVolume(ctx, meta.Volume{Name: "av", Tenant: "acme", Size: 1 << 20, Class: ClassBestEffort}); err != nil {
+		t.Fatal(err)
+	}
+	return m, store
+}
+
+func TestExportsOwnerOnly(t *testing.T) {
+	m, _ := testManager(t, Config{})
+	ctx := t.Context()
+	owner := nbd.Peer{TLS: true, Identity: "acme"}
+	other := nbd.Peer{TLS: true, Identity: "bob"}
+	local := nbd.Peer{Loopback: true}
+	if l, _ := m.List(ctx, other); len(l) != 0 {
+		t.Fatalf("bob lists %v", l)
+	}
+	if l, _ := m.List(ctx, owner); len(l) != 1 {
+		t.Fatalf("acme lists %v", l)
+	}
+	if _, _, err := m.Open(ctx, "av", other); !errors.Is(err, nbd.ErrUnknown) {
+		t.Fatalf("bob opens acme's volume: %v", err)
+	}
+	d, info, err := m.Open(ctx, "av", owner)
+	if err != nil || info.Size != 1<<20 || !info.MultiConn {
+		t.Fatalf("owner open: %v %+v", err, info)
+	}
+	d2, _, err := m.Open(ctx, "av", local)
+	if err != nil {
+		t.Fatalf("loopback administrator: %v", err)
+	}
+	if err := m.DeleteVolume(ctx, "av"); !errors.Is(err, ErrVolumeBusy) {
+		t.Fatalf("delete while open: %v", err)
+	}
+	d.Close()
+	d2.Close()
+	if err := m.DeleteVolume(ctx, "av"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ClientCert(ctx, "acme"); !errors.Is(err, ErrNoTLS) {
+		t.Fatalf("client cert without TLS: %v", err)
+	}
+}
+
+func TestVolumeMetricsPublished(t *testing.T) {
+	got := map[string]metrics.NodeSample{}
+	m, _ := testManager(t, Config{Node: "n1", Publish: func(subject string, data []byte) error {
+		var s metrics.NodeSample
+		if err := json.Unmarshal(data, &s); err != nil {
+			return err
+		}
+		got[subject] = s
+		return nil
+	}})
+	m.publish(time.Unix(100, 5e8), map[string]Rates{"av": {ReadBW: 3e6, WriteIOPS: 7000}, "idle": {}})
+	rb := got[metrics.SubjectNodePrefix+"volume_read_bw"]
+	if rb.Values["volume:av"] != 3e6 || rb.Node != "n1" || rb.StartMs != 99000 || rb.PeriodMs != 1000 {
+		t.Fatalf("read_bw sample %+v", rb)
+	}
+	if got[metrics.SubjectNodePrefix+"volume_write_iops"].Values["volume:av"] != 7000 {
+		t.Fatalf("write_iops sample %+v", got)
+	}
+	if _, ok := got[metrics.SubjectNodePrefix+"volume_write_bw"]; ok {
+		t.Fatal("a metric with no activity was published")
+	}
+}
