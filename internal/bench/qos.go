@@ -110,8 +110,13 @@ type QoSRow struct {
 // QoSOverhead compares unthrottled flows through the limiter with QoS off.
 type QoSOverhead struct {
 	On, Off []float64 // MB/s per round
-	Ratio   float64   // median On / median Off
-	Streams int       // GET streams per tenant
+	// Ratio is the median over rounds of On/Off, each round's pair run
+	// back to back.
+	Ratio float64
+	// CPUOn, CPUOff are the gateway's own CPU time per GB moved (ms),
+	// medians over rounds: less sensitive to a busy machine than MB/s.
+	CPUOn, CPUOff float64
+	Streams       int // GET streams per tenant
 }
 
 // QoSResult is RunQoS's outcome.
@@ -446,6 +451,7 @@ func convergence(ticks [][]float64, ends []time.Time, changed time.Time, want []
 func qosOverhead(ctx context.Context, dir string, o QoSOptions, payload []byte) (QoSOverhead, error) {
 	out := QoSOverhead{Streams: 2 * o.Streams}
 	const token = "bench-token"
+	var ratios, cpuOn, cpuOff []float64
 	for round := range o.OverheadRounds {
 		for _, off := range []bool{false, true} {
 			d := filepath.Join(dir, fmt.Sprintf("ovh-%d-%t", round, off))
@@ -454,31 +460,34 @@ func qosOverhead(ctx context.Context, dir string, o QoSOptions, payload []byte) 
 			if off {
 				args = append(args, "--qos-off")
 			}
-			s3, admin, stop, _, err := startFacetProcess(nil, args...)
+			s3, admin, stop, proc, err := startFacetProcess(nil, args...)
 			if err != nil {
 				return out, err
 			}
-			mbps, err := saturate(ctx, s3, admin, token, payload, o)
+			mbps, cpuPerGB, err := saturate(ctx, s3, admin, token, payload, o, proc)
 			stop()
 			_ = os.RemoveAll(d)
 			if err != nil {
 				return out, err
 			}
-			fmt.Fprintf(o.Log, "qos bench: overhead round %d, qos off=%t: %.1f MB/s\n", round+1, off, mbps)
+			fmt.Fprintf(o.Log, "qos bench: overhead round %d, qos off=%t: %.1f MB/s, %.0f ms CPU per GB\n", round+1, off, mbps, cpuPerGB)
 			if off {
 				out.Off = append(out.Off, mbps)
+				cpuOff = append(cpuOff, cpuPerGB)
+				ratios = append(ratios, out.On[len(out.On)-1]/mbps)
 			} else {
 				out.On = append(out.On, mbps)
+				cpuOn = append(cpuOn, cpuPerGB)
 			}
 		}
 	}
-	out.Ratio = median(out.On) / median(out.Off)
+	out.Ratio, out.CPUOn, out.CPUOff = median(ratios), median(cpuOn), median(cpuOff)
 	return out, nil
 }
 
 // saturate runs the three tenants' GETs on one gateway for a phase and
 // returns the aggregate MB/s after the first second.
-func saturate(ctx context.Context, s3, admin, token string, payload []byte, o QoSOptions) (float64, error) {
+func saturate(ctx context.Context, s3, admin, token string, payload []byte, o QoSOptions, proc *serveProcess) (mbps, cpuPerGB float64, err error) {
 	var n atomic.Int64
 	lctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -486,14 +495,14 @@ func saturate(ctx context.Context, s3, admin, token string, payload []byte, o Qo
 	for _, t := range qosTenants {
 		g, err := tenantGateway(ctx, s3, admin, token, t)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		c := qosClient{g: g, bucket: t + "-data"}
 		if err := g.do(ctx, http.MethodPut, "/"+c.bucket, nil, 0, nil); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := g.do(ctx, http.MethodPut, "/"+c.bucket+"/obj", payload, int64(len(payload)), nil); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for range 2 * o.Streams {
 			wg.Add(1)
@@ -501,9 +510,10 @@ func saturate(ctx context.Context, s3, admin, token string, payload []byte, o Qo
 		}
 	}
 	time.Sleep(time.Second)
-	n0, t0 := n.Load(), time.Now()
+	n0, t0, c0 := n.Load(), time.Now(), proc.cpu()
 	time.Sleep(o.Phase / 2)
-	return float64(n.Load()-n0) / time.Since(t0).Seconds() / 1e6, nil
+	moved := float64(n.Load() - n0)
+	return moved / time.Since(t0).Seconds() / 1e6, float64((proc.cpu() - c0).Milliseconds()) / (moved / 1e9), nil
 }
 
 // WriteQoS prints the table, the convergence times, the overhead and the
@@ -530,8 +540,8 @@ func WriteQoS(w io.Writer, r QoSResult) {
 			strings.Join(meds, "/"), 100*row.MedianMaxErr, 100*row.MedianUtilisation)
 	}
 	o := r.Overhead
-	fmt.Fprintf(w, "\nShaping cost, one gateway, 3 tenants × %d GET streams of 1 MiB, unthrottled: QoS on %s MB/s, QoS off %s MB/s (per round); on/off = %.3f×\n",
-		o.Streams, fmtList(o.On), fmtList(o.Off), o.Ratio)
+	fmt.Fprintf(w, "\nShaping cost, one gateway, 3 tenants × %d GET streams of 1 MiB, unthrottled: QoS on %s MB/s, QoS off %s MB/s (per round); on/off = %.3f× (median of the rounds' ratios); gateway CPU per GB: %.0f ms on, %.0f ms off\n",
+		o.Streams, fmtList(o.On), fmtList(o.Off), o.Ratio, o.CPUOn, o.CPUOff)
 	fmt.Fprintf(w, "\nTimeline, MB/s per second (%s; phases start at seconds %v):\n\n", strings.Join(qosTenants, "/"), r.Marks)
 	WriteQoSASCII(w, r, 60)
 }
