@@ -175,12 +175,26 @@ func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.
 	// alongside it, it could see the new object and the old sidecar would
 	// leak.
 	old, oldErr := b.head(ctx, full)
-	bufp := b.pool.Get().(*[]byte)
-	defer b.pool.Put(bufp)
-	buf := *bufp
+	// Most objects are small: read into a small buffer first, and take a
+	// part-sized one (whose allocation, when the pool is empty after a GC,
+	// costs more than a small PUT) only for a body that does not fit.
+	smallp := b.small.Get().(*[]byte)
+	defer b.small.Put(smallp)
+	buf := *smallp
 	n, eof, err := readFull(in.Body, buf)
 	if err != nil {
 		return storage.ObjectInfo{}, err
+	}
+	if !eof {
+		bufp := b.pool.Get().(*[]byte)
+		defer b.pool.Put(bufp)
+		copy(*bufp, buf[:n])
+		var m int
+		m, eof, err = readFull(in.Body, (*bufp)[n:])
+		if err != nil {
+			return storage.ObjectInfo{}, err
+		}
+		buf, n = *bufp, n+m
 	}
 	meta := in.Meta
 	var stored int64

@@ -102,6 +102,9 @@ const (
 	inlineLimit = 1800
 )
 
+// smallBody is the size of the first buffer a PUT reads into.
+const smallBody = 64 << 10
+
 // Options tune a Backend; zero values mean the defaults.
 type Options struct {
 	// PartSize is the backend part size for streamed PutObject (default
@@ -128,7 +131,8 @@ type Backend struct {
 	partSize int
 	timeout  time.Duration
 	spoolDir string
-	pool     sync.Pool
+	pool     sync.Pool // part-sized buffers
+	small    sync.Pool // smallBody buffers: a small PUT's whole body
 	// known maps a Facet bucket seen to exist to when it was (time.Time).
 	known sync.Map
 	// peeks are small objects read whole by HeadObject (peek.go).
@@ -189,6 +193,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		b.timeout = 30 * time.Second
 	}
 	b.pool.New = func() any { buf := make([]byte, b.partSize); return &buf }
+	b.small.New = func() any { buf := make([]byte, smallBody); return &buf }
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Transport: &http.Transport{
