@@ -175,7 +175,6 @@ func resultOf(name string, lats []time.Duration, bytes int64, elapsed time.Durat
 func RunCache(ctx context.Context, o CacheOptions) (CacheReport, error) {
 	var rep CacheReport
 	rep.LoadBefore = loadAvg()
-	defer func() { rep.LoadAfter = loadAvg() }()
 	logw := o.Log
 	if logw == nil {
 		logw = io.Discard
@@ -218,6 +217,7 @@ func RunCache(ctx context.Context, o CacheOptions) (CacheReport, error) {
 	if err := runPutAdmission(ctx, gw, o, &rep); err != nil {
 		return rep, err
 	}
+	rep.LoadAfter = loadAvg()
 	return rep, nil
 }
 

@@ -40,6 +40,9 @@ func (p Pipeline) Put(ctx context.Context, req *filter.Request, plain io.Reader)
 	lastT := lastTransformer(p.Steps)
 	var logical *LogicalOutput
 	for i, st := range p.Steps {
+		if _, ok := st.Filter.(filter.RequestOnly); ok {
+			continue
+		}
 		start := clock.begin()
 		switch f := st.Filter.(type) {
 		case filter.Encoder:

@@ -1,9 +1,7 @@
 package filter
 
 import (
-	"context"
 	"fmt"
-	"io"
 )
 
 // The caching filter keeps objects as clients see them (after their
@@ -34,7 +32,7 @@ type Caching struct {
 	set  CacheSettings
 }
 
-var _ Transformer = (*Caching)(nil)
+var _ RequestOnly = (*Caching)(nil)
 
 func cachingInfo() *Info {
 	in := &Info{
@@ -79,8 +77,7 @@ func (c *Caching) Info() *Info { return c.info }
 // CacheSettings returns the instance's settings.
 func (c *Caching) CacheSettings() CacheSettings { return c.set }
 
-// Transform passes a PUT body on: admission copies the client's bytes
-// before any filter runs, so the cache never holds a transformed stream.
-func (c *Caching) Transform(_ context.Context, _ *Request, in io.Reader) (io.Reader, error) {
-	return in, nil
-}
+// RequestOnly says the PUT stream is not the filter's: admission copies
+// the client's bytes before any filter runs, so the cache never holds a
+// transformed stream.
+func (c *Caching) RequestOnly() {}

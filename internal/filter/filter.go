@@ -183,6 +183,14 @@ type MetaEditor interface {
 	EditMeta(ctx context.Context, req *Request, head []byte, meta map[string]string) error
 }
 
+// RequestOnly marks a filter that acts on the request rather than on its
+// stream (caching, tagging, the metadata guard, the recycle bin): a PUT
+// pipeline passes it by, and the S3 front end runs it.
+type RequestOnly interface {
+	Filter
+	RequestOnly()
+}
+
 // Refusal is a filter's refusal of a request because of what the client
 // sent: the S3 front end answers it as 400 InvalidArgument with Message,
 // and nothing is stored.

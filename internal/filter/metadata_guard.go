@@ -3,7 +3,6 @@ package filter
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 )
@@ -24,7 +23,7 @@ type MetadataGuard struct {
 
 var (
 	_ MetaEditor  = (*MetadataGuard)(nil)
-	_ Transformer = (*MetadataGuard)(nil)
+	_ RequestOnly = (*MetadataGuard)(nil)
 )
 
 func metadataGuardInfo() *Info {
@@ -112,7 +111,6 @@ func (g *MetadataGuard) EditMeta(_ context.Context, _ *Request, _ []byte, meta m
 	return nil
 }
 
-// Transform passes the body on: the guard acts on metadata only.
-func (g *MetadataGuard) Transform(_ context.Context, _ *Request, in io.Reader) (io.Reader, error) {
-	return in, nil
-}
+// RequestOnly says the PUT stream is not the filter's: the guard acts on
+// metadata only.
+func (g *MetadataGuard) RequestOnly() {}

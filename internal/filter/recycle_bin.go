@@ -51,5 +51,8 @@ func recycleBinInfo() *Info {
 // Info describes the filter.
 func (r *RecycleBin) Info() *Info { return r.info }
 
+// RequestOnly says the filter acts on DELETE requests, never on a stream.
+func (r *RecycleBin) RequestOnly() {}
+
 // KeepFor is how long a deleted object stays in the bin.
 func (r *RecycleBin) KeepFor() time.Duration { return r.maxAge }

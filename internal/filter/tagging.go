@@ -3,7 +3,6 @@ package filter
 import (
 	"context"
 	"fmt"
-	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -31,7 +30,7 @@ type Tagging struct {
 
 var (
 	_ MetaEditor  = (*Tagging)(nil)
-	_ Transformer = (*Tagging)(nil)
+	_ RequestOnly = (*Tagging)(nil)
 )
 
 var metaNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,127}$`)
@@ -135,8 +134,6 @@ func sanitizeMetaValue(v []byte) string {
 	return strings.TrimSpace(string(out))
 }
 
-// Transform passes the body on: the content match sees the body through
-// the front end's peek, before any filter.
-func (t *Tagging) Transform(_ context.Context, _ *Request, in io.Reader) (io.Reader, error) {
-	return in, nil
-}
+// RequestOnly says the PUT stream is not the filter's: the content match
+// sees the body through the front end's peek, before any filter.
+func (t *Tagging) RequestOnly() {}
