@@ -176,3 +176,80 @@ func TestContextPriorityControllerSelected(t *testing.T) {
 		t.Fatalf("%v: %s", err, msg)
 	}
 }
+
+// Priority mode over HTTP: a background GET (class compaction) gets the
+// spare bandwidth while the foreground is quiet; in the same control step
+// that sees the foreground ramp up over the threshold, the background drops
+// to the floor, and it gets the spare back once the foreground is done.
+func TestContextPriorityYields(t *testing.T) {
+	const capacity, threshold, floor = 40_000_000, 4_000_000, 500_000
+	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(8), done: make(chan struct{})}
+	if err := s.launch([]string{"serve", "--data", s.dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr, "--admin-token", s.token,
+		"--context-controller", "priority", "--context-background", "compaction", "--context-capacity", "40MB/s",
+		"--context-threshold", "4MB/s", "--context-floor", "500KB/s", "--context-period", "250ms", "--nbd-addr", freeAddr(t)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := s.createTenant(t, "prio")
+	big := bytes.Repeat([]byte("background work "), 1<<22) // 64 MiB
+	putOne(t, s, c, "prio-b", "bg", big)
+	// The foreground is capped at 8 MB/s, so that it stays over the
+	// threshold for several periods (2 s) whatever the machine's speed.
+	if _, err := s.ctl(t, "policy", "add", "FOR TENANT prio CONTEXT default DO SET bandwidth WITH limit=8MB/s"); err != nil {
+		t.Fatal(err)
+	}
+	fgBody := bytes.Repeat([]byte("foreground work "), 1<<20) // 16 MiB
+	if _, err := s.sdk(c).PutObject(ctxT(t), &s3.PutObjectInput{Bucket: aws.String("prio-b"), Key: aws.String("fg"), Body: bytes.NewReader(fgBody)}); err != nil {
+		t.Fatal(err)
+	}
+	cl := s.sdk(c, facetctx.Option)
+	flow := func(class string) flowctx.FlowStats { return contextFlows(t, s)["prio/"+class] }
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; flows %+v", what, contextFlows(t, s))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	// The background stream runs for the whole test.
+	ctx, stop := context.WithCancel(ctxT(t))
+	defer stop()
+	bgDone := make(chan error, 1)
+	go func() {
+		out, err := cl.GetObject(facetctx.With(ctx, facetctx.Block{Class: "compaction"}), &s3.GetObjectInput{Bucket: aws.String("prio-b"), Key: aws.String("bg")})
+		if err == nil {
+			_, err = io.Copy(io.Discard, out.Body)
+			out.Body.Close()
+		}
+		bgDone <- err
+	}()
+	waitFor("the background to get the spare", func() bool { f := flow("compaction"); return f.Rate == capacity && f.Served > 0 })
+
+	// The foreground ramps up (the default class, at 8 MB/s, twice the
+	// threshold): the step that measures it over the threshold also
+	// drops the background to the floor.
+	fgDone := make(chan struct{})
+	go func() {
+		defer close(fgDone)
+		getAll(t, cl, nil, "prio-b", "fg")
+	}()
+	var seen flowctx.FlowStats
+	waitFor("the foreground to go over the threshold", func() bool {
+		fl := contextFlows(t, s)
+		if fl["prio/default"].Measured > threshold {
+			seen = fl["prio/compaction"]
+			return true
+		}
+		return false
+	})
+	if seen.Rate != floor {
+		t.Fatalf("the step that saw the foreground at %.0f B/s left the background at %.0f B/s, want the floor %d", flow("default").Measured, seen.Rate, floor)
+	}
+	<-fgDone
+	waitFor("the background to get the spare back", func() bool { return flow("compaction").Rate == capacity })
+	stop()
+	<-bgDone
+}
