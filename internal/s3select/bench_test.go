@@ -43,21 +43,7 @@ func BenchmarkCSVScan(b *testing.B) {
 		"SELECT * FROM S3Object",
 		"SELECT COUNT(*) FROM S3Object",
 	} {
-		b.Run(q, func(b *testing.B) {
-			req := csvReq(q, "USE")
-			p, err := Native{}.Prepare(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(int64(len(data)))
-			cpu0 := cpuTime()
-			for b.Loop() {
-				if _, err := p.Run(context.Background(), memInput(data), &discardSink{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, cpu0, int64(len(data)))
-		})
+		b.Run(q, func(b *testing.B) { benchRun(b, Native{}, csvReq(q, "USE"), data) })
 	}
 }
 
@@ -65,18 +51,7 @@ func BenchmarkParallelScan(b *testing.B) {
 	data := benchData()
 	for _, w := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
-			p, err := Native{Workers: w}.Prepare(csvReq("SELECT s.user_id, s.bytes FROM S3Object s WHERE s.sel < 2", "USE"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(int64(len(data)))
-			cpu0 := cpuTime()
-			for b.Loop() {
-				if _, err := p.Run(context.Background(), memInput(data), &discardSink{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, cpu0, int64(len(data)))
+			benchRun(b, Native{Workers: w}, csvReq("SELECT s.user_id, s.bytes FROM S3Object s WHERE s.sel < 2", "USE"), data)
 		})
 	}
 }
@@ -93,4 +68,20 @@ func reportCPU(b *testing.B, cpu0 time.Duration, size int64) {
 	if d := cpuTime() - cpu0; d > 0 {
 		b.ReportMetric(float64(size)*float64(b.N)/d.Seconds()/1e6, "MB/cpu-s")
 	}
+}
+
+// benchRun runs req over data b.N times, reporting wall and CPU rates.
+func benchRun(b *testing.B, n Native, req *Request, data []byte) {
+	p, err := n.Prepare(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	cpu0 := cpuTime()
+	for b.Loop() {
+		if _, err := p.Run(context.Background(), memInput(data), &discardSink{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, cpu0, int64(len(data)))
 }

@@ -672,46 +672,36 @@ func arith(op string, a, b Value) Value {
 		return nullValue
 	}
 	if na.K == Int && nb.K == Int {
-		x, y := na.I, nb.I
-		switch op {
-		case "+":
-			return NewInt(x + y)
-		case "-":
-			return NewInt(x - y)
-		case "*":
-			return NewInt(x * y)
-		case "/":
-			if y == 0 {
-				return nullValue
-			}
-			return NewInt(x / y)
-		case "%":
-			if y == 0 {
-				return nullValue
-			}
-			return NewInt(x % y)
+		if v, ok := arithOf(op, na.I, nb.I, func(x, y int64) int64 { return x % y }); ok {
+			return NewInt(v)
 		}
+		return nullValue
 	}
-	x, y := asFloat(na), asFloat(nb)
-	switch op {
-	case "+":
-		return NewFloat(x + y)
-	case "-":
-		return NewFloat(x - y)
-	case "*":
-		return NewFloat(x * y)
-	case "/":
-		if y == 0 {
-			return nullValue
-		}
-		return NewFloat(x / y)
-	case "%":
-		if y == 0 {
-			return nullValue
-		}
-		return NewFloat(x - y*float64(int64(x/y)))
+	if v, ok := arithOf(op, asFloat(na), asFloat(nb), func(x, y float64) float64 { return x - y*float64(int64(x/y)) }); ok {
+		return NewFloat(v)
 	}
 	return nullValue
+}
+
+// arithOf applies op; division and remainder by zero are NULL (ok false).
+func arithOf[T int64 | float64](op string, x, y T, mod func(T, T) T) (T, bool) {
+	switch op {
+	case "+":
+		return x + y, true
+	case "-":
+		return x - y, true
+	case "*":
+		return x * y, true
+	case "/", "%":
+		if y == 0 {
+			return 0, false
+		}
+		if op == "%" {
+			return mod(x, y), true
+		}
+		return x / y, true
+	}
+	return 0, false
 }
 
 // HasAggregates reports whether the select list uses aggregate functions.
