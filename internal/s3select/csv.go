@@ -27,8 +27,10 @@ type csvReader struct {
 	scratch []byte
 	// line is the current record's bytes and plain whether it holds no
 	// quote character (its fields are then slices of it).
-	line    []byte
-	plain   bool
+	line  []byte
+	plain bool
+	// full is set when row.fields holds every field of the record.
+	full    bool
 	offs    []int
 	records int64
 }
@@ -83,13 +85,13 @@ func (c *csvReader) next() (*csvRow, int64, error) {
 // fields are views of the line itself.
 func (c *csvReader) split(line []byte, start int64) error {
 	f := c.row.fields[:0]
-	c.line, c.plain = line, bytes.IndexByte(line, c.q) < 0
+	c.line, c.plain, c.full = line, bytes.IndexByte(line, c.q) < 0, true
 	if c.plain {
 		// Fields are short: one pass over the bytes beats a call per
 		// field.
 		need, fd, from := c.need, c.fd, 0
 		if need == 0 {
-			c.row.fields = f
+			c.row.fields, c.full = f, false
 			return nil
 		}
 		// Eight bytes at a time: a word's bytes equal to the delimiter
@@ -107,7 +109,7 @@ func (c *csvReader) split(line []byte, start int64) error {
 				f = append(f, unsafeString(line[from:k]))
 				from = k + 1
 				if len(f) == need {
-					c.row.fields = f
+					c.row.fields, c.full = f, k+1 > len(line)
 					return nil
 				}
 			}
@@ -117,7 +119,7 @@ func (c *csvReader) split(line []byte, start int64) error {
 				f = append(f, unsafeString(line[from:i]))
 				from = i + 1
 				if len(f) == need {
-					c.row.fields = f
+					c.row.fields, c.full = f, false
 					return nil
 				}
 			}
@@ -131,7 +133,32 @@ func (c *csvReader) split(line []byte, start int64) error {
 	pos := 0
 	for {
 		from := len(s)
-		if pos < len(line) && line[pos] == c.q {
+		if pos < len(line) && line[pos] == c.q && c.esc == c.q {
+			// The usual quoting ("" inside quotes): copy up to each quote.
+			pos++
+			for {
+				j := bytes.IndexByte(line[pos:], c.q)
+				if j < 0 {
+					return newError(CodeCSVParsingError, "record %d (offset %d): a quoted field is not closed", c.records, start)
+				}
+				s = append(s, line[pos:pos+j]...)
+				pos += j + 1
+				if pos < len(line) && line[pos] == c.q {
+					s = append(s, c.q)
+					pos++
+					continue
+				}
+				break
+			}
+			if j := bytes.IndexByte(line[pos:], c.fd); j != 0 {
+				end := len(line)
+				if j > 0 {
+					end = pos + j
+				}
+				s = append(s, line[pos:end]...)
+				pos = end
+			}
+		} else if pos < len(line) && line[pos] == c.q {
 			pos++
 			closed := false
 			for pos < len(line) {

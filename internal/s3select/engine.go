@@ -410,7 +410,7 @@ func (r *run) loop(src rowSource, csvr *csvReader, last int64) error {
 				r.buf = append(r.buf, csvr.line...)
 				r.buf = append(r.buf, r.rawCSV.rd...)
 			} else if csvr != nil {
-				if csvr.need >= 0 {
+				if !csvr.full {
 					// Split the whole record for re-encoding.
 					need := csvr.need
 					csvr.need = -1
