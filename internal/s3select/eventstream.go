@@ -11,9 +11,10 @@ import (
 // prelude (total length, headers length, CRC32 of both), string headers,
 // the payload, and a CRC32 of the whole message.
 type EventWriter struct {
-	w   io.Writer
-	buf []byte
-	err error
+	w    io.Writer
+	buf  []byte
+	tail [4]byte
+	err  error
 }
 
 // NewEventWriter returns an EventWriter on w.
@@ -42,10 +43,18 @@ func (e *EventWriter) message(headers []header, payload []byte) error {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(h.value)))
 		b = append(b, h.value...)
 	}
-	b = append(b, payload...)
-	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+	// The payload is written as it is, not copied behind the headers.
+	crc := crc32.Update(crc32.ChecksumIEEE(b), crc32.IEEETable, payload)
 	e.buf = b
-	_, e.err = e.w.Write(b)
+	if _, e.err = e.w.Write(b); e.err != nil {
+		return e.err
+	}
+	if len(payload) > 0 {
+		if _, e.err = e.w.Write(payload); e.err != nil {
+			return e.err
+		}
+	}
+	_, e.err = e.w.Write(binary.BigEndian.AppendUint32(e.tail[:0], crc))
 	return e.err
 }
 

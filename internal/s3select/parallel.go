@@ -3,6 +3,7 @@ package s3select
 import (
 	"context"
 	"runtime"
+	"sync"
 )
 
 // parallelChunk is the share of an object one worker scans. Workers run
@@ -52,6 +53,8 @@ func (p *prepared) runParallel(ctx context.Context, in Input, out Sink) (Stats, 
 	defer cancel()
 	start, end := p.req.scanBounds(in.Size())
 	order := make(chan chan chunkResult, p.workers-1)
+	// Chunk outputs are recycled: fresh multi-MiB buffers cost page faults.
+	bufs := &bufPool{}
 	go func() {
 		defer close(order)
 		for cs := start; cs <= end; cs += p.chunk {
@@ -67,7 +70,7 @@ func (p *prepared) runParallel(ctx context.Context, in Input, out Sink) (Stats, 
 				req := *p.req
 				req.ScanRange = &ScanRange{Start: &cs, End: &ce}
 				sub.req, sub.workers = &req, 1
-				var sink chunkSink
+				sink := chunkSink{b: bufs.get()}
 				st, err := sub.Run(ctx, in, &sink)
 				res <- chunkResult{sink.b, st, err}
 			}()
@@ -93,6 +96,7 @@ func (p *prepared) runParallel(ctx context.Context, in Input, out Sink) (Stats, 
 		switch {
 		case len(r.records) > 0:
 			err = out.Records(r.records)
+			bufs.put(r.records)
 		case now.Sub(last) < p.period:
 			continue
 		case p.req.RequestProgress.Enabled:
@@ -106,4 +110,27 @@ func (p *prepared) runParallel(ctx context.Context, in Input, out Sink) (Stats, 
 		last = now
 	}
 	return total, nil
+}
+
+// bufPool recycles chunk output buffers within one run.
+type bufPool struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+func (b *bufPool) get() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n := len(b.free); n > 0 {
+		buf := b.free[n-1]
+		b.free = b.free[:n-1]
+		return buf[:0]
+	}
+	return nil
+}
+
+func (b *bufPool) put(buf []byte) {
+	b.mu.Lock()
+	b.free = append(b.free, buf)
+	b.mu.Unlock()
 }
