@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 
 func newBenchNBDCommand() *cobra.Command {
 	var o bench.NBDOptions
-	var size string
+	var size, cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "nbd",
 		Short: "Block storage: fio through Facet's NBD server vs nbdkit's file plugin, the 4-volume throttle experiment, filter costs",
@@ -31,6 +32,17 @@ func newBenchNBDCommand() *cobra.Command {
 				return err
 			}
 			o.Size, o.Out, o.Log = n, cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			return bench.RunNBD(cmd.Context(), o)
 		},
 	}
@@ -39,6 +51,7 @@ func newBenchNBDCommand() *cobra.Command {
 	f.DurationVar(&o.Runtime, "runtime", 8*time.Second, "fio runtime per job")
 	f.StringVar(&size, "size", "512MiB", "bytes per volume")
 	f.IntVar(&o.Slots, "slots", 0, "I/Os a pool runs at once before its fair-share queue orders the rest (0: the server's default)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the block stage (it runs in this process) to this file")
 	f.StringVar(&o.Only, "only", "", "run one part: vs-nbdkit, throttle or filters")
 	return cmd
 }

@@ -81,36 +81,17 @@ func (r request) check(size int64) uint32 {
 // replies go out in completion order under a write lock.
 func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error {
 	var (
-		wmu      sync.Mutex
-		wg       sync.WaitGroup
-		sem      = make(chan struct{}, c.s.cfg.MaxInFlight)
-		writeErr error
-		hdr      [requestHeaderLen]byte
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, c.s.cfg.MaxInFlight)
+		q   = &replyQueue{c: c}
+		hdr [requestHeaderLen]byte
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// A client with many requests in flight sends them back to back: one
 	// read syscall then picks up several headers and small payloads.
 	in := bufio.NewReaderSize(c.rw, 256<<10)
-	replyTo := func(handle uint64, code uint32, data []byte) {
-		var rh [16]byte
-		binary.BigEndian.PutUint32(rh[0:], simpleReplyMagic)
-		binary.BigEndian.PutUint32(rh[4:], code)
-		binary.BigEndian.PutUint64(rh[8:], handle)
-		wmu.Lock()
-		defer wmu.Unlock()
-		if writeErr != nil {
-			return
-		}
-		bufs := net.Buffers{rh[:]}
-		if code == 0 && len(data) > 0 {
-			bufs = append(bufs, data)
-		}
-		if _, err := bufs.WriteTo(c.rw); err != nil {
-			writeErr = err
-			c.nc.Close() // the reader stops too
-		}
-	}
+	replyTo := q.reply
 	defer wg.Wait()
 	for {
 		if _, err := io.ReadFull(in, hdr[:]); err != nil {
@@ -118,10 +99,7 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 			if errors.As(err, &ne) && ne.Timeout() {
 				return nil // shutting down
 			}
-			wmu.Lock()
-			werr := writeErr
-			wmu.Unlock()
-			if werr != nil {
+			if werr := q.failed(); werr != nil {
 				return werr
 			}
 			if err == io.EOF {
@@ -176,11 +154,11 @@ func (c *conn) serve(ctx context.Context, dev Device, r request, payload []byte,
 	switch r.typ {
 	case cmdRead:
 		buf := c.s.bufs.get(int(n))
-		defer c.s.bufs.put(buf)
 		if err = dev.ReadAt(ctx, buf, off); err == nil {
-			replyTo(r.handle, 0, buf)
+			replyTo(r.handle, 0, buf) // the queue returns buf to the pool
 			return
 		}
+		c.s.bufs.put(buf)
 	case cmdWrite:
 		err = dev.WriteAt(ctx, payload, off, fua)
 		c.s.bufs.put(payload)
@@ -202,6 +180,72 @@ func (c *conn) serve(ctx context.Context, dev Device, r request, payload []byte,
 		return
 	}
 	replyTo(r.handle, 0, nil)
+}
+
+// replyQueue sends replies in completion order. Whoever finds no writer
+// at work becomes the writer and sends everything queued meanwhile in one
+// writev, so that replies completing together cost one syscall.
+type replyQueue struct {
+	c       *conn
+	mu      sync.Mutex
+	pending net.Buffers
+	owned   [][]byte // read buffers to return to the pool once sent
+	writing bool
+	err     error
+}
+
+// reply queues a simple reply; data, when given, belongs to the queue.
+func (q *replyQueue) reply(handle uint64, code uint32, data []byte) {
+	h := make([]byte, 16)
+	binary.BigEndian.PutUint32(h[0:], simpleReplyMagic)
+	binary.BigEndian.PutUint32(h[4:], code)
+	binary.BigEndian.PutUint64(h[8:], handle)
+	q.mu.Lock()
+	if q.err != nil {
+		q.mu.Unlock()
+		if data != nil {
+			q.c.s.bufs.put(data)
+		}
+		return
+	}
+	q.pending = append(q.pending, h)
+	if data != nil {
+		if code == 0 && len(data) > 0 {
+			q.pending = append(q.pending, data)
+		}
+		q.owned = append(q.owned, data)
+	}
+	if q.writing {
+		q.mu.Unlock()
+		return
+	}
+	q.writing = true
+	for len(q.pending) > 0 && q.err == nil {
+		batch, owned := q.pending, q.owned
+		q.pending, q.owned = nil, nil
+		q.mu.Unlock()
+		_, err := batch.WriteTo(q.c.rw)
+		for _, b := range owned {
+			q.c.s.bufs.put(b)
+		}
+		q.mu.Lock()
+		if err != nil {
+			q.err = err
+			q.c.nc.Close() // the reader stops too
+		}
+	}
+	for _, b := range q.owned {
+		q.c.s.bufs.put(b)
+	}
+	q.pending, q.owned = nil, nil
+	q.writing = false
+	q.mu.Unlock()
+}
+
+func (q *replyQueue) failed() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.err
 }
 
 // Buffers come from size-classed pools (powers of two from 4 KiB to
