@@ -384,18 +384,10 @@ func (w *shapedWriter) ReadFrom(r io.Reader) (int64, error) {
 		if buf == nil {
 			buf = make([]byte, w.s.chunk)
 		}
-		n, err := r.Read(buf)
-		if n > 0 {
-			m, werr := w.Write(buf[:n])
-			total += int64(m)
-			if werr != nil {
-				return total, werr
-			}
-		}
-		if err == io.EOF {
-			return total, nil
-		}
-		if err != nil {
+		// One chunk, paced by Write, then the rate is looked at again.
+		n, err := io.CopyBuffer(struct{ io.Writer }{w}, &io.LimitedReader{R: r, N: int64(w.s.chunk)}, buf)
+		total += n
+		if err != nil || n < int64(w.s.chunk) {
 			return total, err
 		}
 	}
