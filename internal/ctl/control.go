@@ -439,10 +439,10 @@ func (o *options) filterCommand() *cobra.Command {
 					for _, pr := range f.Params {
 						names = append(names, pr.Name)
 					}
-					rows = append(rows, []string{f.Name, f.Kind, strconv.Itoa(f.Version), list(f.Methods), list(f.Stages),
+					rows = append(rows, []string{f.Name, f.Kind, strconv.Itoa(f.Version), orDash(f.Owner), list(f.Methods), list(f.Stages),
 						strconv.FormatBool(f.Reversible), list(names)})
 				}
-				return p.print(fl, []string{"NAME", "KIND", "VERSION", "METHODS", "STAGES", "REVERSIBLE", "PARAMS"}, rows)
+				return p.print(fl, []string{"NAME", "KIND", "VERSION", "OWNER", "METHODS", "STAGES", "REVERSIBLE", "PARAMS"}, rows)
 			}),
 		},
 		&cobra.Command{
@@ -457,6 +457,9 @@ func (o *options) filterCommand() *cobra.Command {
 				if !p.json {
 					fmt.Fprintf(p.out, "%s (%s, version %d): methods %s, stages %s, reversible %t\n",
 						f.Name, f.Kind, f.Version, list(f.Methods), list(f.Stages), f.Reversible)
+					if f.Owner != "" {
+						fmt.Fprintf(p.out, "owner: tenant %s (usable only in its policies)\n", f.Owner)
+					}
 					if f.Doc != "" {
 						fmt.Fprintln(p.out, f.Doc)
 					}

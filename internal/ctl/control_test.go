@@ -308,8 +308,8 @@ func TestPolicyExplain(t *testing.T) {
 func TestFilterCommands(t *testing.T) {
 	e, _ := newControlEnv(t)
 	l := lines(mustOK(t, e.ctl(t, "filter", "list")))
-	if len(l) != 3 || strings.Join(strings.Fields(l[1]), " ") != "compression native 1 PUT,GET gateway,storage true engine,level" ||
-		strings.Join(strings.Fields(l[2]), " ") != "noop native 1 PUT gateway false -" {
+	if len(l) != 3 || strings.Join(strings.Fields(l[1]), " ") != "compression native 1 - PUT,GET gateway,storage true engine,level" ||
+		strings.Join(strings.Fields(l[2]), " ") != "noop native 1 - PUT gateway false -" {
 		t.Fatalf("filter list: %q", l)
 	}
 	out := mustOK(t, e.ctl(t, "filter", "show", "compression"))
