@@ -124,15 +124,18 @@ func (s *Store) CreatePool(ctx context.Context, p Pool) (Pool, error) {
 }
 
 // ListPools lists pools in name order.
-func (s *Store) ListPools(ctx context.Context) ([]Pool, error) {
-	var out []Pool
+func (s *Store) ListPools(ctx context.Context) ([]Pool, error) { return viewList(s, ctx, "pools", listPools) }
+
+// viewList runs one listing in a read transaction.
+func viewList[T any](s *Store, ctx context.Context, what string, list func(kvTx) ([]T, error)) ([]T, error) {
+	var out []T
 	err := s.kv.view(ctx, func(tx kvTx) error {
 		var err error
-		out, err = listPools(tx)
+		out, err = list(tx)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("meta: list pools: %w", err)
+		return nil, fmt.Errorf("meta: list %s: %w", what, err)
 	}
 	return out, nil
 }
@@ -299,16 +302,7 @@ func (s *Store) GetVolume(ctx context.Context, name string) (Volume, error) {
 
 // ListVolumes lists volumes in name order.
 func (s *Store) ListVolumes(ctx context.Context) ([]Volume, error) {
-	var out []Volume
-	err := s.kv.view(ctx, func(tx kvTx) error {
-		var err error
-		out, err = listVolumes(tx)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("meta: list volumes: %w", err)
-	}
-	return out, nil
+	return viewList(s, ctx, "volumes", listVolumes)
 }
 
 // DeleteVolume removes a volume's record (its backing files are the block
