@@ -124,7 +124,9 @@ func (s *Store) CreatePool(ctx context.Context, p Pool) (Pool, error) {
 }
 
 // ListPools lists pools in name order.
-func (s *Store) ListPools(ctx context.Context) ([]Pool, error) { return viewList(s, ctx, "pools", listPools) }
+func (s *Store) ListPools(ctx context.Context) ([]Pool, error) {
+	return viewList(s, ctx, "pools", listPools)
+}
 
 // viewList runs one listing in a read transaction.
 func viewList[T any](s *Store, ctx context.Context, what string, list func(kvTx) ([]T, error)) ([]T, error) {
