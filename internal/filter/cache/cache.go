@@ -457,10 +457,13 @@ func (s *Store) drop(bucket, key string) {
 // Fill is an admission in progress. The object's bytes are copied as they
 // stream to (GET) or from (PUT) the client and written to a temporary file
 // by a goroutine of the fill: a fill never makes its request wait for the
-// cache disk. When the disk falls more than fillQueue bytes behind, the
-// fill gives up (the object is simply not cached). Commit makes it an
-// entry; Abort discards it. Write is called from one goroutine; Commit or
-// Abort, once, after the last Write.
+// cache disk. The first fillHold bytes are only held in memory, so an
+// object up to that size reaches the disk after its request is answered
+// (Commit); a larger one streams to the disk as it goes, and when the disk
+// falls more than fillQueue bytes behind, the fill gives up (the object is
+// simply not cached). Commit makes it an entry; Abort discards it. Write
+// is called from one goroutine; Commit or Abort, once, after the last
+// Write.
 type Fill struct {
 	s      *Store
 	pol    Policy
@@ -469,7 +472,9 @@ type Fill struct {
 	size   int64
 	n      int64 // bytes handed to Write
 	failed bool
-	cur    *[]byte // the chunk being gathered
+	cur    *[]byte   // the chunk being gathered
+	held   []*[]byte // chunks not handed to the writer yet
+	busy   bool      // the writer goroutine runs
 
 	ch     chan *[]byte
 	queued atomic.Int64
@@ -483,9 +488,11 @@ type Fill struct {
 }
 
 // fillQueue bounds the bytes a fill may hold in memory ahead of its disk;
-// fillChunk is the size of the chunks it writes.
+// fillHold is what it holds before it starts writing; fillChunk is the
+// size of the chunks it writes.
 const (
 	fillQueue = 4 << 20
+	fillHold  = 2 << 20
 	fillChunk = 64 << 10
 )
 
@@ -497,9 +504,21 @@ func (s *Store) Admit(pol Policy, bucket, key string, size int64) *Fill {
 	if size < 0 || size > pol.Size || pol.Size <= 0 {
 		return nil
 	}
-	w := &Fill{s: s, pol: pol, bucket: bucket, key: key, size: size, ch: make(chan *[]byte, 256), done: make(chan struct{})}
+	return &Fill{s: s, pol: pol, bucket: bucket, key: key, size: size, ch: make(chan *[]byte, fillQueue/fillChunk), done: make(chan struct{})}
+}
+
+// start runs the writer and hands it the held chunks (the channel has room
+// for fillQueue bytes of chunks, so this never blocks).
+func (w *Fill) start() {
+	if w.busy {
+		return
+	}
+	w.busy = true
 	go w.write()
-	return w
+	for _, bp := range w.held {
+		w.ch <- bp
+	}
+	w.held = nil
 }
 
 func (w *Fill) write() {
@@ -561,6 +580,11 @@ func (w *Fill) send() {
 		return
 	}
 	w.queued.Add(n)
+	if !w.busy && w.queued.Load() <= fillHold {
+		w.held = append(w.held, bp)
+		return
+	}
+	w.start()
 	select {
 	case w.ch <- bp:
 	default:
@@ -585,6 +609,14 @@ func (w *Fill) finish() {
 			w.send()
 		}
 	}
+	if w.failed {
+		for _, bp := range w.held {
+			*bp = (*bp)[:0]
+			chunkPool.Put(bp)
+		}
+		w.held = nil
+	}
+	w.start()
 	close(w.ch)
 	<-w.done
 }

@@ -357,3 +357,14 @@ func TestTornEntryDroppedOnFirstHit(t *testing.T) {
 		t.Fatal("a sound entry was not served")
 	}
 }
+
+// A fill larger than what it holds in memory streams to the disk.
+func TestLargeFillStreams(t *testing.T) {
+	s := open(t, t.TempDir(), Options{})
+	b := body(3<<20+123, 7)
+	v := ver("big", len(b), t0)
+	fill(t, s, Policy{Size: 8 << 20, Evict: "lru"}, "bk", "big", v, b)
+	if got, ok := read(t, s, "bk", "big", v, 0, v.Size); !ok || !bytes.Equal(got, b) {
+		t.Fatal("large fill lost")
+	}
+}
