@@ -22,7 +22,9 @@ func (s *Service) BandwidthSLO(tenant string) (filter.Params, bool) {
 func (s *Service) BandwidthSLOs() []policy.SLO {
 	var out []policy.SLO
 	for _, slo := range s.state.Load().table.SLOs() {
-		if slo.Kind == policy.SLOBandwidth {
+		// A CONTEXT record is a class's, not the tenant's SLO (see
+		// ContextBandwidth).
+		if slo.Kind == policy.SLOBandwidth && slo.Context == "" {
 			out = append(out, slo)
 		}
 	}
