@@ -231,6 +231,20 @@ func TestNBDClients(t *testing.T) {
 		})
 	}
 
+	// qemu-img create formats a qcow2 image onto the export; qemu-io then
+	// goes through qcow2 on NBD, and qemu-img check reads it all back.
+	t.Run("qemu-img-create-qcow2", func(t *testing.T) {
+		srv.mustCtl(t, "volume", "create", "qcow", "--tenant", "acme", "--size", "64MiB", "--class", "random", "--iops", "100")
+		run(t, "qemu-img", "create", "-f", "qcow2", srv.uri("qcow"), "48M")
+		run(t, "qemu-io", "-f", "qcow2", "-c", "write -P 0x6b 1M 2M", "-c", "read -P 0x6b 1M 2M", "-c", "read -P 0 8M 1M", srv.uri("qcow"))
+		if out := run(t, "qemu-img", "check", "-f", "qcow2", srv.uri("qcow")); !strings.Contains(out, "No errors") {
+			t.Fatalf("qemu-img check:\n%s", out)
+		}
+		if out := run(t, "qemu-img", "info", "-f", "qcow2", srv.uri("qcow")); !strings.Contains(out, "virtual size: 48 MiB") {
+			t.Fatalf("qemu-img info:\n%s", out)
+		}
+	})
+
 	t.Run("fio-verify", func(t *testing.T) {
 		out := run(t, "fio", "--name=verify", "--ioengine=nbd", "--uri="+srv.uri("plain"), "--rw=randwrite", "--bs=4k",
 			"--size=32M", "--iodepth=16", "--verify=crc32c", "--verify_fatal=1", "--do_verify=1", "--output-format=json")
