@@ -73,9 +73,10 @@ type EnforcerConfig struct {
 // flows), at rates its controller sets every period. It implements the
 // S3 front end's QoS, composed over the next stage.
 type Enforcer struct {
-	cfg EnforcerConfig
-	mu  sync.RWMutex
-	fl  map[flowKey]*Flow
+	cfg       EnforcerConfig
+	mu        sync.RWMutex
+	fl        map[flowKey]*Flow
+	perTenant map[string]int // flows per tenant
 	// lastStep is when Step last ran.
 	lastStep time.Time
 }
@@ -92,6 +93,7 @@ type Flow struct {
 	admitted      atomic.Int64 // requests, cumulative
 	lastServed    int64        // at the last Step (Step only)
 	lastWaited    int64
+	idle          int           // periods without streams or bytes (Step only)
 	rate          atomic.Uint64 // float64 bits, bytes/s in force
 	measured      atomic.Uint64 // float64 bits, bytes/s over the last period
 }
@@ -123,7 +125,7 @@ func NewEnforcer(cfg EnforcerConfig) *Enforcer {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Enforcer{cfg: cfg, fl: map[flowKey]*Flow{}, lastStep: cfg.Now()}
+	return &Enforcer{cfg: cfg, fl: map[flowKey]*Flow{}, perTenant: map[string]int{}, lastStep: cfg.Now()}
 }
 
 // chunk is the largest piece a stream pays for at once.
@@ -131,7 +133,16 @@ const chunk = 64 << 10
 
 // flow returns the flow of tenant's class, creating it at the rate its
 // policies say (the controller refines it at the next step).
-func (e *Enforcer) flow(tenant, class string) *Flow {
+// A client names classes freely in its header, so flows are bounded: a
+// tenant has at most MaxClasses flows at once (a request naming one more
+// joins fallback, its tenant's default class), and a flow idle for
+// idlePeriods control periods is forgotten.
+const (
+	MaxClasses  = 64
+	idlePeriods = 60
+)
+
+func (e *Enforcer) flow(tenant, class, fallback string) *Flow {
 	k := flowKey{tenant, class}
 	e.mu.RLock()
 	f := e.fl[k]
@@ -144,10 +155,18 @@ func (e *Enforcer) flow(tenant, class string) *Flow {
 	if f = e.fl[k]; f != nil {
 		return f
 	}
+	// One place is kept for the default class.
+	if e.perTenant[tenant] >= MaxClasses-1 && class != fallback {
+		if f = e.fl[flowKey{tenant, fallback}]; f != nil {
+			return f
+		}
+		class, k = fallback, flowKey{tenant, fallback}
+	}
 	rate := e.initialRate(tenant, class)
 	f = &Flow{Tenant: tenant, Class: class, bucket: qos.NewBucketClock(rate, chunk, e.cfg.Now)}
 	f.rate.Store(math.Float64bits(rate))
 	e.fl[k] = f
+	e.perTenant[tenant]++
 	return f
 }
 
@@ -190,17 +209,6 @@ func (e *Enforcer) background(class string) int {
 	return -1
 }
 
-// Classify sets r's class for tenant and returns it.
-func (e *Enforcer) Classify(tenant string, r *Request) string {
-	var c *Classifier
-	if e.cfg.Rules != nil {
-		c = e.cfg.Rules(tenant)
-	}
-	class, _ := c.Classify(r)
-	r.Tenant, r.Class = tenant, class
-	return class
-}
-
 // Admit classifies the request (its context was set by Middleware) and
 // shapes its bytes through its class's flow, then through the next stage.
 func (e *Enforcer) Admit(ctx context.Context, tenant, method string) (s3api.Shaper, error) {
@@ -208,7 +216,13 @@ func (e *Enforcer) Admit(ctx context.Context, tenant, method string) (s3api.Shap
 	if r == nil {
 		r = &Request{}
 	}
-	f := e.flow(tenant, e.Classify(tenant, r))
+	var c *Classifier
+	if e.cfg.Rules != nil {
+		c = e.cfg.Rules(tenant)
+	}
+	class, _ := c.Classify(r)
+	f := e.flow(tenant, class, c.DefaultOr())
+	r.Tenant, r.Class = tenant, f.Class
 	var next s3api.Shaper
 	if e.cfg.Next != nil {
 		var err error
@@ -351,8 +365,20 @@ func (e *Enforcer) Step() {
 		return
 	}
 	byTenant := map[string][]*Flow{}
-	for _, f := range e.fl {
+	for k, f := range e.fl {
 		served, waited := f.served.Load(), f.waited.Load()
+		if served == f.lastServed && f.streams.Load() == 0 {
+			if f.idle++; f.idle >= idlePeriods {
+				delete(e.fl, k)
+				e.perTenant[f.Tenant]--
+				if e.perTenant[f.Tenant] <= 0 {
+					delete(e.perTenant, f.Tenant)
+				}
+				continue
+			}
+		} else {
+			f.idle = 0
+		}
 		f.measured.Store(math.Float64bits(float64(served-f.lastServed) / secs))
 		f.lastServed = served
 		f.lastWaited = waited

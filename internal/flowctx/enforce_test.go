@@ -158,3 +158,37 @@ func TestNeeded(t *testing.T) {
 		t.Fatal("a request without context has no need")
 	}
 }
+
+// Classes are named by clients: a tenant has at most MaxClasses flows, a
+// request naming one more joins the tenant's default class, and idle flows
+// are forgotten.
+func TestFlowsAreBounded(t *testing.T) {
+	e := NewEnforcer(EnforcerConfig{})
+	for i := range MaxClasses + 10 {
+		sh := admitAs(t, e, "t1", "c"+string(rune('a'+i/26))+string(rune('a'+i%26)))
+		if want := i < MaxClasses-1; (sh.f.Class != DefaultClass) != want {
+			t.Fatalf("request %d: flow %s", i, sh.f.Class)
+		}
+		sh.Done()
+	}
+	if n := len(e.Flows()); n != MaxClasses {
+		t.Fatalf("%d flows, want at most %d", n, MaxClasses)
+	}
+	if f := flowOf(e, "t1", DefaultClass); f == nil || f.admitted.Load() != 11 {
+		t.Fatalf("the overflow did not go to the default class: %+v", f)
+	}
+	// Another tenant has its own allowance.
+	admitAs(t, e, "t2", "x").Done()
+	if flowOf(e, "t2", "x") == nil {
+		t.Fatal("t2's class was folded by t1's cap")
+	}
+	for range idlePeriods {
+		e.Step()
+	}
+	if n := len(e.Flows()); n != 0 {
+		t.Fatalf("%d idle flows kept", n)
+	}
+	if sh := admitAs(t, e, "t1", "fresh"); sh.f.Class != "fresh" {
+		t.Fatalf("after pruning a new class gets %s", sh.f.Class)
+	}
+}

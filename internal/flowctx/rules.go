@@ -105,6 +105,15 @@ func Compile(r Rules) *Classifier {
 // Default is the tenant's default class.
 func (c *Classifier) Default() string { return c.def }
 
+// DefaultOr is Default, or DefaultClass for a nil Classifier (a tenant
+// without rules).
+func (c *Classifier) DefaultOr() string {
+	if c == nil {
+		return DefaultClass
+	}
+	return c.def
+}
+
 // Source says what decided a request's class.
 type Source string
 
