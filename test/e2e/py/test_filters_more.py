@@ -112,6 +112,19 @@ def _policy(gws, text):
     return out
 
 
+def _setup(pair, prefix, policy=None):
+    """A new tenant with a bucket, a client on each gateway, and the
+    bucket's policy ({t}/{b} stand for the tenant and the bucket)."""
+    a, b, _ = pair
+    tenant, creds = _tenant(a)
+    s3a, s3b = make_client(a.endpoint, creds), make_client(b.endpoint, creds)
+    bucket = prefix + "-" + uuid.uuid4().hex[:8]
+    s3a.create_bucket(Bucket=bucket)
+    if policy:
+        _policy((a, b), policy.format(t=tenant, b=bucket))
+    return tenant, s3a, s3b, bucket
+
+
 def _bin(gw, tenant):
     return json.loads(gw.ctl("trash", "list", tenant, "-o", "json"))["items"]
 
@@ -123,11 +136,7 @@ def _cache(gw):
 
 def test_caching_coherent_across_gateways(pair):
     a, b, _ = pair
-    tenant, creds = _tenant(a)
-    s3a, s3b = make_client(a.endpoint, creds), make_client(b.endpoint, creds)
-    bucket = "coh-" + uuid.uuid4().hex[:8]
-    s3a.create_bucket(Bucket=bucket)
-    _policy((a, b), f"FOR BUCKET {tenant}/{bucket} DO SET caching WITH size=64MB, policy=lru, admit=both")
+    tenant, s3a, s3b, bucket = _setup(pair, "coh", "FOR BUCKET {t}/{b} DO SET caching WITH size=64MB, policy=lru, admit=both")
     before = _cache(a)
     body = b"v0:" + secrets.token_bytes(4000)
     s3b.put_object(Bucket=bucket, Key="obj", Body=body)
@@ -165,10 +174,7 @@ def test_dynamic_caching_follows_get_rate(pair):
     """FOR BUCKET ... WHEN get_ops > 5 DO SET caching TRANSIENT: on at
     10 GETs/s, off again at 1 GET/s."""
     a, b, _ = pair
-    tenant, creds = _tenant(a)
-    s3a = make_client(a.endpoint, creds)
-    bucket = "dyn-" + uuid.uuid4().hex[:8]
-    s3a.create_bucket(Bucket=bucket)
+    tenant, s3a, _, bucket = _setup(pair, "dyn")
     body = secrets.token_bytes(256 << 10)
     s3a.put_object(Bucket=bucket, Key="hot", Body=body)
     pid = _policy((a, b), f"FOR BUCKET {tenant}/{bucket} WHEN get_ops > 5 DO SET caching TRANSIENT")["policies"][0]["id"]
@@ -210,11 +216,7 @@ def test_dynamic_caching_follows_get_rate(pair):
 
 def test_tagging_sets_metadata_from_key_and_content(pair):
     a, b, _ = pair
-    tenant, creds = _tenant(a)
-    s3 = make_client(b.endpoint, creds)
-    bucket = "tag-" + uuid.uuid4().hex[:8]
-    s3.create_bucket(Bucket=bucket)
-    _policy((a, b), f'FOR BUCKET {tenant}/{bucket} DO SET tagging WITH regex="^logs/([a-z]+)/", tag="app=$1"')
+    tenant, _, s3, bucket = _setup(pair, "tag", 'FOR BUCKET {t}/{b} DO SET tagging WITH regex="^logs/([a-z]+)/", tag="app=$1"')
     s3.put_object(Bucket=bucket, Key="logs/nginx/1.log", Body=b"x", Metadata={"own": "kept"})
     assert s3.head_object(Bucket=bucket, Key="logs/nginx/1.log")["Metadata"] == {"app": "nginx", "own": "kept"}
     s3.put_object(Bucket=bucket, Key="img/1.png", Body=b"x")
@@ -230,12 +232,7 @@ def test_tagging_sets_metadata_from_key_and_content(pair):
 
 
 def test_metadata_guard_strips_and_refuses(pair):
-    a, b, _ = pair
-    tenant, creds = _tenant(a)
-    s3 = make_client(a.endpoint, creds)
-    bucket = "guard-" + uuid.uuid4().hex[:8]
-    s3.create_bucket(Bucket=bucket)
-    _policy((a, b), f'FOR BUCKET {tenant}/{bucket} DO SET metadata_guard WITH strip="x-amz-meta-debug*", deny="x-amz-meta-owner"')
+    tenant, s3, _, bucket = _setup(pair, "guard", 'FOR BUCKET {t}/{b} DO SET metadata_guard WITH strip="x-amz-meta-debug*", deny="x-amz-meta-owner"')
     s3.put_object(Bucket=bucket, Key="k", Body=b"one", Metadata={"debug-trace": "1", "keep": "yes"})
     assert s3.head_object(Bucket=bucket, Key="k")["Metadata"] == {"keep": "yes"}
     with pytest.raises(ClientError) as e:
@@ -256,14 +253,10 @@ def test_metadata_guard_strips_and_refuses(pair):
 
 
 def test_recycle_bin_restores_an_object_deleted_by_mistake(pair):
-    a, b, backend = pair
-    tenant, creds = _tenant(a)
-    s3a, s3b = make_client(a.endpoint, creds), make_client(b.endpoint, creds)
-    bucket = "bin-" + uuid.uuid4().hex[:8]
-    s3a.create_bucket(Bucket=bucket)
+    a, b, _ = pair
     # Encrypted at rest: the bin keeps the stored bytes and their reverse
     # plan, and a restored object decrypts as before.
-    _policy((a, b), f"FOR BUCKET {tenant}/{bucket} DO SET recycle_bin WITH max_time=30d, SET encryption")
+    tenant, s3a, s3b, bucket = _setup(pair, "bin", "FOR BUCKET {t}/{b} DO SET recycle_bin WITH max_time=30d, SET encryption")
     body = secrets.token_bytes(300_000)
     put = s3a.put_object(Bucket=bucket, Key="reports/q1.pdf", Body=body, Metadata={"author": "ann"}, ContentType="application/pdf")
     s3b.delete_object(Bucket=bucket, Key="reports/q1.pdf")  # by mistake
@@ -317,12 +310,8 @@ def test_recycle_bin_restores_an_object_deleted_by_mistake(pair):
 def test_cache_holds_what_clients_see(pair):
     """Objects stored compressed and encrypted are cached decoded: hits and
     their ranges return the client's bytes; a multipart object's parts too."""
-    a, b, backend = pair
-    tenant, creds = _tenant(a)
-    s3a, s3b = make_client(a.endpoint, creds), make_client(b.endpoint, creds)
-    bucket = "dec-" + uuid.uuid4().hex[:8]
-    s3a.create_bucket(Bucket=bucket)
-    _policy((a, b), f"FOR BUCKET {tenant}/{bucket} DO SET compression, SET encryption, SET caching WITH admit=get, policy=lfu")
+    _, _, backend = pair
+    tenant, s3a, s3b, bucket = _setup(pair, "dec", "FOR BUCKET {t}/{b} DO SET compression, SET encryption, SET caching WITH admit=get, policy=lfu")
     body = b"".join(f"line {i} of a compressible log\n".encode() for i in range(40000))
     s3b.put_object(Bucket=bucket, Key="log", Body=body)
     stored = backend.head_object(Bucket="facet", Key=f"fleet/{bucket}/log")["ContentLength"]
