@@ -19,12 +19,13 @@ func (n Native) workers() int {
 }
 
 // parallel reports whether a run can be cut into chunks: uncompressed
-// CSV or JSON lines whose record boundaries are findable, a query that
-// neither aggregates nor stops at a LIMIT, and enough bytes to share.
+// CSV or JSON lines whose record boundaries are findable, or Parquet
+// (a chunk reads the row groups that start in it), a query that neither
+// aggregates nor stops at a LIMIT, and enough bytes to share.
 func (p *prepared) parallel(size int64) bool {
 	in := p.req.Input
 	switch {
-	case p.workers < 2, in.Parquet != nil, in.CompressionType != "NONE",
+	case p.workers < 2, in.CompressionType != "NONE",
 		in.CSV != nil && in.CSV.AllowQuotedRecordDelimiter, in.JSON != nil && in.JSON.Type != "LINES",
 		p.q.Limit >= 0, p.q.HasAggregates():
 		return false
