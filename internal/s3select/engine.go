@@ -271,7 +271,7 @@ func (r *run) exec(in Input) error {
 	switch {
 	case r.req.Input.CSV != nil:
 		o := r.req.Input.CSV
-		csvr = newCSVReader(rc, o)
+		csvr = newCSVReader(rc, o, bufferFor(end-off+1))
 		var names []string
 		if o.FileHeaderInfo != "NONE" {
 			names, err = r.header(in, o, csvr, start)
@@ -306,7 +306,7 @@ func (r *run) exec(in Input) error {
 			}
 		}
 	default:
-		jr := newJSONReader(rc, r.req.Input.JSON, r.q.FromPath)
+		jr := newJSONReader(rc, r.req.Input.JSON, r.q.FromPath, bufferFor(end-off+1))
 		if r.prog, err = sql.CompileQuery(r.q, sql.Schema{}); err != nil {
 			return err
 		}
@@ -340,10 +340,9 @@ func (r *run) header(in Input, o *CSVInput, c *csvReader, start int64) ([]string
 			return nil, err
 		}
 		defer rc.Close()
-		hc = newCSVReader(rc, o)
 		// The header is one short record: read it in small steps, so
 		// that each chunk of a parallel scan re-reads little of it.
-		hc.lines.buf = make([]byte, 4<<10)
+		hc = newCSVReader(rc, o, 4<<10)
 	}
 	row, _, err := hc.next()
 	if err == io.EOF {

@@ -5,6 +5,13 @@ import (
 	"io"
 )
 
+// bufferFor sizes a reader's first buffer for a stream of n bytes: 1 MiB
+// for large streams, less for a short ScanRange (it grows for a long
+// record).
+func bufferFor(n int64) int {
+	return int(min(max(n+4<<10, 4<<10), 1<<20))
+}
+
 // maxRecordSize bounds one record: memory stays bounded whatever the
 // input (S3 allows 1 MiB; Facet is more generous).
 const maxRecordSize = 8 << 20
@@ -30,8 +37,8 @@ type lineReader struct {
 	soft int64
 }
 
-func newLineReader(src io.Reader, delim string) *lineReader {
-	return &lineReader{src: src, buf: make([]byte, 1<<20), delim: []byte(delim), crlf: delim == "\n"}
+func newLineReader(src io.Reader, delim string, size int) *lineReader {
+	return &lineReader{src: src, buf: make([]byte, size), delim: []byte(delim), crlf: delim == "\n"}
 }
 
 func (l *lineReader) fill() error {
