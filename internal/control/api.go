@@ -135,11 +135,15 @@ func (s *Service) Explain(ctx context.Context, q admin.ExplainQuery) (admin.Expl
 	st := s.state.Load()
 	out := admin.Explanation{Tenant: q.Tenant, Bucket: q.Bucket, Key: q.Key, Version: st.version, Pipelines: []admin.Pipeline{}}
 	seenRemoved := map[string]bool{}
-	for _, m := range []filter.Method{filter.MethodPut, filter.MethodGet} {
+	for _, m := range []filter.Method{filter.MethodPut, filter.MethodGet, filter.MethodDelete} {
 		ex := st.table.Explain(policy.Query{Tenant: q.Tenant, Bucket: q.Bucket, Key: q.Key, Size: q.Size, ContentType: q.Type, Method: m})
 		stages := []filter.Stage{filter.StageGateway, filter.StageStorage}
-		if m == filter.MethodGet {
+		switch m {
+		case filter.MethodGet:
 			stages = []filter.Stage{filter.StageStorage, filter.StageGateway}
+		case filter.MethodDelete:
+			// Only request filters act on a DELETE (the recycle bin).
+			stages = []filter.Stage{filter.StageGateway}
 		}
 		for _, stage := range stages {
 			pl := admin.Pipeline{Method: string(m), Stage: string(stage), Filters: []admin.ExplainStep{}}

@@ -257,6 +257,8 @@ def test_recycle_bin_restores_an_object_deleted_by_mistake(pair):
     # Encrypted at rest: the bin keeps the stored bytes and their reverse
     # plan, and a restored object decrypts as before.
     tenant, s3a, s3b, bucket = _setup(pair, "bin", "FOR BUCKET {t}/{b} DO SET recycle_bin WITH max_time=30d, SET encryption")
+    ex = json.loads(a.ctl("policy", "explain", "--tenant", tenant, "--bucket", bucket, "--key", "reports/q1.pdf", "-o", "json"))
+    assert [f["filter"] for p in ex["pipelines"] if p["method"] == "DELETE" for f in p["filters"]] == ["recycle_bin"], ex
     body = secrets.token_bytes(300_000)
     put = s3a.put_object(Bucket=bucket, Key="reports/q1.pdf", Body=body, Metadata={"author": "ann"}, ContentType="application/pdf")
     s3b.delete_object(Bucket=bucket, Key="reports/q1.pdf")  # by mistake
