@@ -19,6 +19,9 @@ func startControllers(ctx context.Context, policies *control.Service, feed contr
 	// Global controllers (the bandwidth share) run under the same
 	// supervisor.
 	for _, add := range globals {
+		if add == nil { // a role built without that controller
+			continue
+		}
 		if err := add(sup); err != nil {
 			return nil, err
 		}
