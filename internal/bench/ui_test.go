@@ -8,7 +8,10 @@ import (
 	"testing"
 )
 
-var uiRounds = flag.Int("ui-rounds", 16, "BenchmarkUIOverhead: pairs of batches (no dashboard, dashboards)")
+var (
+	uiRounds     = flag.Int("ui-rounds", 16, "BenchmarkUIOverhead: pairs of batches (no dashboard, dashboards)")
+	uiPairRounds = flag.Int("ui-pair-rounds", 4, "BenchmarkUIOverhead: rounds of the interleaved comparison (even: each server takes the dashboards in turn)")
+)
 
 // BenchmarkUIOverhead is the dashboard's cost to the data path: 4 KiB GETs
 // through a facet serve process ($FACET_BIN) with no dashboard open and
@@ -35,5 +38,15 @@ func BenchmarkUIOverhead(b *testing.B) {
 	WriteUIOverhead(os.Stdout, res)
 	fmt.Printf("\nThe dashboards received %d events (%d bytes) over %.1f s of streaming.\n", res.Events, res.EventBytes, res.Open.Seconds())
 	b.ReportMetric(res.Summary[0].ThroughputRatio, "get-ratio-geomean")
+
+	// The same question asked of two servers at the same moments.
+	pair, err := RunUIInterleaved(context.Background(), b.TempDir(), SpineScenario{Size: 4 << 10, Ops: 40000, Concurrency: 8}, 10, *uiPairRounds, os.Stderr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("\nTwo identical servers at the same moments, each GET to them in turn (8 clients, 40,000 GETs a round), 10 dashboards on one of them, which one alternating:\n\n")
+	WriteUIInterleaved(os.Stdout, pair)
+	fmt.Printf("The dashboards received %d events (%d bytes).\n", pair.Events, pair.EventBytes)
+	b.ReportMetric(pair.ThroughputRatio, "get-ratio-interleaved")
 	b.ReportMetric(res.Summary[0].CPURatio, "cpu-ratio")
 }
