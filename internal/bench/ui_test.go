@@ -10,7 +10,7 @@ import (
 
 var (
 	uiRounds     = flag.Int("ui-rounds", 16, "BenchmarkUIOverhead: pairs of batches (no dashboard, dashboards)")
-	uiPairRounds = flag.Int("ui-pair-rounds", 4, "BenchmarkUIOverhead: rounds of the interleaved comparison (even: each server takes the dashboards in turn)")
+	uiPairRounds = flag.Int("ui-pair-rounds", 6, "BenchmarkUIOverhead: rounds of the interleaved comparison (even: each server takes the dashboards in turn)")
 )
 
 // BenchmarkUIOverhead is the dashboard's cost to the data path: 4 KiB GETs
