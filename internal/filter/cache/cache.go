@@ -269,6 +269,7 @@ func (s *Store) watchBus(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		s.sweepIdle(idlePartition, sweepBatch)
 		up := s.conn()
 		was := s.busUp.Swap(up)
 		switch {
@@ -280,6 +281,44 @@ func (s *Store) watchBus(ctx context.Context) {
 			s.log.Info("cache: bus reachable again")
 		}
 	}
+}
+
+// A partition nobody hit or filled for idlePartition belongs to caching
+// parameters no policy uses any more (a policy changed its size= or
+// policy=): its entries would hold their budget forever, since only an
+// admission into the same partition evicts. The sweep, once a second,
+// evicts up to sweepBatch of them, so the lock is never held long.
+const (
+	idlePartition = time.Hour
+	sweepBatch    = 1000
+)
+
+func (s *Store) sweepIdle(idle time.Duration, batch int) int {
+	cut := s.now().Add(-idle).UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for name, p := range s.parts {
+		if p.lastUse >= cut {
+			continue
+		}
+		for n < batch {
+			v := p.victim()
+			if v == nil {
+				break
+			}
+			s.removeLocked(objKey(v.Bucket, v.Key), v)
+			s.evicted.Add(1)
+			n++
+		}
+		if p.victim() == nil {
+			delete(s.parts, name)
+		}
+		if n >= batch {
+			break
+		}
+	}
+	return n
 }
 
 // Stats returns the counters.
@@ -808,6 +847,11 @@ func (s *Store) load() error {
 	for _, e := range loaded {
 		s.insertLocked(e)
 	}
+	// Idleness counts from this start: time the node was down is not the
+	// partitions' fault.
+	for _, p := range s.parts {
+		p.lastUse = s.now().UnixNano()
+	}
 	if len(loaded) > 0 {
 		s.log.Info("cache: loaded entries", "entries", len(s.entries))
 	}
@@ -845,6 +889,8 @@ type partition struct {
 	evict string
 	lru   *list.List // front: most recently used
 	lfu   lfuHeap
+	// lastUse is the last hit or admission in the partition (Unix ns).
+	lastUse int64
 }
 
 func newPartition(name string, size int64, evict string) *partition {
@@ -853,6 +899,7 @@ func newPartition(name string, size int64, evict string) *partition {
 
 func (p *partition) add(e *entry) {
 	p.used += e.Ver.Size
+	p.lastUse = max(p.lastUse, e.LastUse)
 	if p.evict == "lfu" {
 		heap.Push(&p.lfu, e)
 		return
@@ -878,6 +925,7 @@ func (p *partition) touch(e *entry) {
 	if p == nil {
 		return
 	}
+	p.lastUse = max(p.lastUse, e.LastUse)
 	if p.evict == "lfu" {
 		if e.hidx >= 0 && e.hidx < len(p.lfu) && p.lfu[e.hidx] == e {
 			heap.Fix(&p.lfu, e.hidx)

@@ -368,3 +368,31 @@ func TestLargeFillStreams(t *testing.T) {
 		t.Fatal("large fill lost")
 	}
 }
+
+// Entries of caching parameters nobody uses any more are swept after they
+// have been idle; a partition in use is left alone.
+func TestIdlePartitionSwept(t *testing.T) {
+	s := open(t, t.TempDir(), Options{})
+	now := t0
+	s.mu.Lock()
+	s.now = func() time.Time { return now }
+	s.mu.Unlock()
+	old := Policy{Size: 4 << 20, Evict: "lru"}
+	cur := Policy{Size: 8 << 20, Evict: "lfu"}
+	for i := range 3 {
+		fill(t, s, old, "bk", fmt.Sprint("old", i), ver(fmt.Sprint("o", i), 1000, t0), body(1000, byte(i)))
+	}
+	fill(t, s, cur, "bk", "cur", ver("c", 1000, t0), body(1000, 9))
+	now = t0.Add(30 * time.Minute)
+	read(t, s, "bk", "cur", ver("c", 1000, t0), 0, 1)
+	now = t0.Add(61 * time.Minute)
+	if n := s.sweepIdle(time.Hour, 2); n != 2 {
+		t.Fatalf("swept %d, want the batch of 2", n)
+	}
+	if n := s.sweepIdle(time.Hour, 2); n != 1 {
+		t.Fatalf("swept %d, want the last 1", n)
+	}
+	if !s.Contains("bk", "cur", ver("c", 1000, t0)) || s.Stats().Entries != 1 {
+		t.Fatalf("the partition in use lost entries: %+v", s.Stats())
+	}
+}
