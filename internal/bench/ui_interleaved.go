@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -88,39 +87,18 @@ func RunUIInterleaved(ctx context.Context, dir string, sc SpineScenario, n, roun
 			return res, err
 		}
 		var sum [2]atomic.Int64 // latency, ns, per server
-		var next atomic.Int64
-		var firstErr error
-		var mu sync.Mutex
-		var wg sync.WaitGroup
 		c0 := [2]time.Duration{procs[0].cpu(), procs[1].cpu()}
-		for range sc.Concurrency {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= sc.Ops {
-						return
-					}
-					s := i % 2
-					t0 := time.Now()
-					if err := get(gws[s], i/2); err != nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = err
-						}
-						mu.Unlock()
-					}
-					sum[s].Add(int64(time.Since(t0)))
-				}
-			}()
-		}
-		wg.Wait()
+		m := measure("interleaved", SpineScenario{Size: sc.Size, Ops: sc.Ops, Concurrency: sc.Concurrency}, func(i int) error {
+			s, t0 := i%2, time.Now()
+			err := get(gws[s], i/2)
+			sum[s].Add(int64(time.Since(t0)))
+			return err
+		})
 		c1 := [2]time.Duration{procs[0].cpu(), procs[1].cpu()}
 		ev, b, _ := dash.close()
 		res.Events, res.EventBytes = res.Events+ev, res.EventBytes+b
-		if firstErr != nil {
-			return res, firstErr
+		if m.err != nil {
+			return res, m.err
 		}
 		per := sc.Ops / 2
 		rd := UIInterleavedRound{WithDashboards: with, GETs: sc.Ops}
