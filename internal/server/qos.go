@@ -314,6 +314,7 @@ func (a qosAPI) PutSLO(ctx context.Context, tenant string, spec admin.SLOSpec) (
 		return admin.SLO{}, err
 	}
 	a.q.slos.refresh(ctx)
+	a.q.limiter.Refresh() // here at once; other gateways at their next period
 	return sloOut(tenant, "api", "", slo, s.Updated), nil
 }
 
@@ -324,6 +325,7 @@ func (a qosAPI) DeleteSLO(ctx context.Context, tenant string) error {
 	}
 	if err == nil {
 		a.q.slos.refresh(ctx)
+		a.q.limiter.Refresh()
 	}
 	return err
 }

@@ -29,16 +29,24 @@ func startForTest(t *testing.T) (*s3.Client, string) {
 // by backendURL (empty: the embedded filesystem).
 func startWithBackend(t *testing.T, backendURL string) (*s3.Client, string) {
 	t.Helper()
+	c, s3Addr, _ := startWith(t, func(o *Options) { o.BackendURL = backendURL })
+	return c, s3Addr
+}
+
+// startWith is startForTest with options changed by opts; it also returns
+// the admin address (token "tok").
+func startWith(t *testing.T, opts func(*Options)) (*s3.Client, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Options{
-			DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: "tok",
-			ShutdownTimeout: 5 * time.Second, Domains: []string{"localhost"}, BackendURL: backendURL,
-			Ready: func(s3, admin string) { ready <- [2]string{s3, admin} },
-		}, slog.New(slog.DiscardHandler))
-	}()
+	o := Options{
+		DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: "tok",
+		ShutdownTimeout: 5 * time.Second, Domains: []string{"localhost"},
+		Ready: func(s3, admin string) { ready <- [2]string{s3, admin} },
+	}
+	opts(&o)
+	go func() { done <- Run(ctx, o, slog.New(slog.DiscardHandler)) }()
 	var addrs [2]string
 	select {
 	case addrs = <-ready:
@@ -71,7 +79,7 @@ func startWithBackend(t *testing.T, backendURL string) (*s3.Client, string) {
 		BaseEndpoint: aws.String("http://" + addrs[0]), Region: "us-east-1", UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider(k.AccessKey, k.SecretKey, ""),
 	})
-	return client, addrs[0]
+	return client, addrs[0], addrs[1]
 }
 
 func apiCode(err error) string {
