@@ -162,15 +162,33 @@ func (s *Store) Keep(ctx context.Context, tenant, bucket, key string, keepFor ti
 		return err
 	}
 	defer work.Done()
+	// A write that lands while the copy runs would be deleted uncopied:
+	// copy again while the object changed under the copy (each version
+	// copied stays in the bin). What remains is the instant between the
+	// last check and the caller's delete, which the backend contract
+	// (no conditional delete) cannot close.
+	for attempt := 0; ; attempt++ {
+		info, err := s.keepOnce(ctx, work, tenant, bucket, key, keepFor)
+		if err != nil {
+			return err
+		}
+		now, err := s.b.HeadObject(ctx, bucket, key)
+		if err != nil || attempt == 2 || (now.Meta.ETag == info.Meta.ETag && now.LastModified.Equal(info.LastModified)) {
+			return nil
+		}
+	}
+}
+
+func (s *Store) keepOnce(ctx context.Context, work Work, tenant, bucket, key string, keepFor time.Duration) (storage.ObjectInfo, error) {
 	rc, info, err := s.b.GetObject(ctx, bucket, key, nil)
 	if err != nil {
-		return err
+		return info, err
 	}
 	defer rc.Close()
 	now := s.now()
 	var r [4]byte
 	if _, err := rand.Read(r[:]); err != nil {
-		return err
+		return info, err
 	}
 	id := fmt.Sprintf("%d-%d-%s", now.Add(keepFor).Unix(), now.UnixNano(), hex.EncodeToString(r[:]))
 	meta := info.Meta
@@ -188,10 +206,10 @@ func (s *Store) Keep(ctx context.Context, tenant, bucket, key string, keepFor ti
 			return nil
 		}})
 	if err != nil {
-		return fmt.Errorf("recycle bin: keep %s/%s: %w", bucket, key, err)
+		return info, fmt.Errorf("recycle bin: keep %s/%s: %w", bucket, key, err)
 	}
 	s.log.InfoContext(ctx, "recycle bin: kept deleted object", "tenant", tenant, "bucket", bucket, "id", id)
-	return nil
+	return info, nil
 }
 
 // countReader counts a copy's bytes and pays for them in the background
