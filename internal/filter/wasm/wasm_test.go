@@ -381,8 +381,12 @@ func TestHostileModulesFailAlone(t *testing.T) {
 }
 
 func TestConcurrentInvocations(t *testing.T) {
-	noop := newFilter(t, "noop", basicInfo("noop64"), Limits{}, nil)
-	xor := newFilter(t, "xor", xorInfo(), Limits{}, filter.Params{"key": "abc"}).(filter.Reversible)
+	// Deadlines are not what this test is about: 64 instances starting at
+	// once under the race detector on a loaded 2-core machine can take
+	// longer than the production default.
+	relaxed := Limits{Timeout: 2 * time.Minute}
+	noop := newFilter(t, "noop", basicInfo("noop64"), relaxed, nil)
+	xor := newFilter(t, "xor", xorInfo(), relaxed, filter.Params{"key": "abc"}).(filter.Reversible)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for i := range 64 {
@@ -447,7 +451,7 @@ func TestDeadlineAllowance(t *testing.T) {
 // TestStderrIsBounded: a module writing 100000 stderr lines gets at most
 // StderrLines of them logged, and still succeeds.
 func TestStderrIsBounded(t *testing.T) {
-	f := newFilter(t, "hostile", hostileInfo(), Limits{StderrLines: 5}, filter.Params{"mode": "stderr"})
+	f := newFilter(t, "hostile", hostileInfo(), Limits{StderrLines: 5, Timeout: 2 * time.Minute}, filter.Params{"mode": "stderr"})
 	before := logRecs.Load()
 	out, err := transform(t, f, &filter.Request{Size: -1}, []byte("ok"))
 	if err != nil || string(out) != "ok" {
