@@ -268,9 +268,8 @@ func (b *Backend) CompleteUpload(ctx context.Context, bucket, key, uploadID stri
 		return storage.ObjectInfo{}, err
 	}
 	full := b.objKey(bucket, key)
-	defer b.peeks.drop(full)
 	old, oldErr := b.head(ctx, full)
-	if err := b.putSmall(ctx, b.metaSidecar(up.Ref), js, nil); err != nil {
+	if err := b.putSmall(ctx, b.metaSidecar(up.Ref), js, sidecarTag(full)); err != nil {
 		return storage.ObjectInfo{}, err
 	}
 	done, err := b.assemble(ctx, full, uploadID, parts, sizes)

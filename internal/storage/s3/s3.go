@@ -21,6 +21,11 @@
 // bytes and metadata at once. When it does not fit S3's 2 KB user-metadata
 // budget, the object instead carries x-amz-meta-facet-ref naming an immutable
 // sidecar ROOT/.facet/meta/<id>, written before the object becomes visible.
+// An overwrite deletes the sidecar of the object it replaces (found by a
+// HEAD before the write). A sidecar is also tagged with the key of its
+// object (x-amz-meta-facet-object), so that a sweep, a few minutes after
+// start and then hourly, deletes those older than an hour that their object
+// no longer points at: what a crash or a failed delete left (sweep.go).
 //
 // Seal before visibility. Small bodies (under one part) are buffered from a
 // pool and written with one PutObject after Seal. Larger bodies stream into a
@@ -120,6 +125,8 @@ type Options struct {
 	SpoolDir string
 	// HTTPClient overrides the HTTP client (tests).
 	HTTPClient *http.Client
+	// NoSweep turns the periodic sweep of orphaned metadata sidecars off.
+	NoSweep bool
 }
 
 // Backend is a storage.Backend over an S3-compatible object store.
@@ -134,9 +141,9 @@ type Backend struct {
 	pool     sync.Pool // part-sized buffers
 	small    sync.Pool // smallBody buffers: a small PUT's whole body
 	// known maps a Facet bucket seen to exist to when it was (time.Time).
-	known sync.Map
-	// peeks are small objects read whole by HeadObject (peek.go).
-	peeks peeks
+	known     sync.Map
+	stop      chan struct{} // closed by Close: ends the sidecar sweep
+	closeOnce sync.Once
 }
 
 var _ storage.Backend = (*Backend)(nil)
@@ -182,7 +189,8 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	}
 	endpoint := scheme + "://" + u.Host
 
-	b := &Backend{endpoint: endpoint, bucket: bucket, partSize: opts.PartSize, timeout: opts.Timeout, spoolDir: opts.SpoolDir}
+	b := &Backend{endpoint: endpoint, bucket: bucket, partSize: opts.PartSize, timeout: opts.Timeout, spoolDir: opts.SpoolDir,
+		stop: make(chan struct{})}
 	if prefix != "" {
 		b.root = prefix + "/"
 	}
@@ -231,11 +239,18 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	if _, err := b.cli.HeadBucket(cctx, &s3.HeadBucketInput{Bucket: &b.bucket}); err != nil {
 		return nil, fmt.Errorf("s3 backend: bucket %q on %s: %w", bucket, u.Host, mapErr(err))
 	}
+	if !opts.NoSweep {
+		go b.sweepLoop()
+	}
 	return b, nil
 }
 
-// Close releases nothing: the SDK client holds only idle connections.
-func (b *Backend) Close() error { return nil }
+// Close stops the sidecar sweep; the SDK client holds only idle
+// connections.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() { close(b.stop) })
+	return nil
+}
 
 // call bounds one backend call that moves no client stream.
 func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -303,7 +318,7 @@ func isNotFound(err error) bool {
 
 // encodeMeta returns the user metadata carrying m, writing a sidecar first
 // when m is too large to inline.
-func (b *Backend) encodeMeta(ctx context.Context, m storage.ObjectMeta) (map[string]string, error) {
+func (b *Backend) encodeMeta(ctx context.Context, full string, m storage.ObjectMeta) (map[string]string, error) {
 	js, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
@@ -313,7 +328,7 @@ func (b *Backend) encodeMeta(ctx context.Context, m storage.ObjectMeta) (map[str
 		return map[string]string{metaKey: enc}, nil
 	}
 	id := newID()
-	if err := b.putSmall(ctx, b.metaSidecar(id), js, nil); err != nil {
+	if err := b.putSmall(ctx, b.metaSidecar(id), js, sidecarTag(full)); err != nil {
 		return nil, err
 	}
 	return map[string]string{metaRefKey: id}, nil

@@ -3,8 +3,6 @@ package s3
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -43,7 +41,7 @@ func TestConformance(t *testing.T) {
 
 func open(t *testing.T, url string) *Backend {
 	t.Helper()
-	b, err := Open(context.Background(), url, Options{PartSize: 5 << 20, SpoolDir: t.TempDir()})
+	b, err := Open(context.Background(), url, Options{PartSize: 5 << 20, SpoolDir: t.TempDir(), NoSweep: true})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -64,6 +62,12 @@ func TestInternalObjectsCleaned(t *testing.T) {
 	storagetest.Put(t, b, "b", "big", []byte("data2"), storage.ObjectMeta{UserMeta: um})
 	if n := countKeys(t, b, b.root+".facet/meta/"); n != 1 {
 		t.Fatalf("%d metadata sidecars after overwrite, want 1", n)
+	}
+	if n, err := b.sweepSidecars(ctx, 0); err != nil || n != 0 {
+		t.Fatalf("the sweep deleted %d sidecars (%v) where none is orphaned", n, err)
+	}
+	if got, _ := storagetest.Get(t, b, "b", "big", nil); string(got) != "data2" {
+		t.Fatalf("after the sweep the object reads %q", got)
 	}
 	large := storagetest.Pattern(11 << 20)
 	storagetest.Put(t, b, "b", "large", large, storage.ObjectMeta{})
@@ -255,75 +259,40 @@ func TestSmallNonLastParts(t *testing.T) {
 	}
 }
 
-// TestPeek: HeadObject reads a small object whole and the GetObject after
-// it is answered from that read: always one version's bytes with that
-// version's metadata, and never the older version once this backend has
-// overwritten the object itself.
-func TestPeek(t *testing.T) {
-	srv := s3test.Start(t)
+// TestSidecarSweep: the sweep keeps the sidecar an object points at, sidecars
+// younger than the grace, and untagged ones; it deletes those no object
+// points at (a crashed write's, a deleted object's).
+func TestSidecarSweep(t *testing.T) {
+	b := newBackend(t)
 	ctx := context.Background()
-	b1, b2 := open(t, srv.URL("pk")), open(t, srv.URL("pk"))
-	if err := b1.CreateBucket(ctx, "b"); err != nil {
+	um := map[string]string{}
+	for i := range 40 {
+		um[fmt.Sprintf("k%02d", i)] = strings.Repeat("v", 60)
+	}
+	storagetest.Put(t, b, "b", "o", []byte("1"), storage.ObjectMeta{UserMeta: um})
+	storagetest.Put(t, b, "b", "gone", []byte("x"), storage.ObjectMeta{UserMeta: um})
+	// A sidecar left by a crash between writing it and its object.
+	if err := b.putSmall(ctx, b.metaSidecar("crashed"), []byte("{}"), sidecarTag(b.objKey("b", "o"))); err != nil {
 		t.Fatal(err)
 	}
-	put := func(b *Backend, body string) {
-		t.Helper()
-		storagetest.Put(t, b, "b", "k", []byte(body), storage.ObjectMeta{})
-	}
-	get := func(b *Backend) (string, string) {
-		t.Helper()
-		rc, info, err := b.GetObject(ctx, "b", "k", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rc.Close()
-		data, _ := io.ReadAll(rc)
-		return string(data), info.Meta.ETag
-	}
-	put(b1, "v1")
-	if info, err := b1.HeadObject(ctx, "b", "k"); err != nil || info.Meta.ETag != md5hex("v1") || info.StoredSize != 2 {
-		t.Fatalf("head: %+v %v", info, err)
-	}
-	put(b2, "v2") // another gateway overwrites between HEAD and GET
-	if data, etag := get(b1); md5hex(data) != etag {
-		t.Fatalf("GET returned %q with the metadata of %q", data, etag)
-	}
-	if data, _ := get(b1); data != "v2" {
-		t.Fatalf("a second GET (no peek left) returned %q; want v2", data)
-	}
-	if _, err := b1.HeadObject(ctx, "b", "k"); err != nil {
+	// A sidecar written by an older Facet carries no object tag.
+	if err := b.putSmall(ctx, b.metaSidecar("untagged"), []byte("{}"), nil); err != nil {
 		t.Fatal(err)
 	}
-	put(b1, "v3") // this backend overwrites: its peek is dropped
-	if data, _ := get(b1); data != "v3" {
-		t.Fatalf("GET after this backend's own overwrite returned %q; want v3", data)
-	}
-	// A range of a peeked object, an empty object, and a large one.
-	if _, err := b1.HeadObject(ctx, "b", "k"); err != nil {
+	// Gone without DeleteObject's own cleanup: its sidecar is orphaned.
+	if err := b.deleteKey(ctx, b.objKey("b", "gone")); err != nil {
 		t.Fatal(err)
 	}
-	rc, _, err := b1.GetObject(ctx, "b", "k", &storage.Range{Start: 1, Length: 5})
-	if err != nil {
-		t.Fatal(err)
+	if n, err := b.sweepSidecars(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("young sidecars swept: %d %v", n, err)
 	}
-	if data, _ := io.ReadAll(rc); string(data) != "3" {
-		t.Fatalf("range of a peeked object: %q", data)
+	if n, err := b.sweepSidecars(ctx, 0); err != nil || n != 2 {
+		t.Fatalf("the sweep deleted %d (%v); want 2 (the crashed write's and the deleted object's)", n, err)
 	}
-	storagetest.Put(t, b1, "b", "empty", nil, storage.ObjectMeta{})
-	if info, err := b1.HeadObject(ctx, "b", "empty"); err != nil || info.StoredSize != 0 {
-		t.Fatalf("head of an empty object: %+v %v", info, err)
+	if n := countKeys(t, b, b.root+".facet/meta/"); n != 2 {
+		t.Fatalf("%d sidecars left; want 2 (the live object's and the untagged one)", n)
 	}
-	big := storagetest.Pattern(peekSize + 10)
-	storagetest.Put(t, b1, "b", "big", big, storage.ObjectMeta{})
-	if info, err := b1.HeadObject(ctx, "b", "big"); err != nil || info.StoredSize != int64(len(big)) {
-		t.Fatalf("head of a large object: %+v %v", info, err)
+	if info, err := b.HeadObject(ctx, "b", "o"); err != nil || len(info.Meta.UserMeta) != 40 {
+		t.Fatalf("the live object lost its metadata: %+v %v", info.Meta.UserMeta, err)
 	}
-	if got, _ := storagetest.Get(t, b1, "b", "big", nil); !bytes.Equal(got, big) {
-		t.Fatal("large object read back differs")
-	}
-}
-
-func md5hex(s string) string {
-	sum := md5.Sum([]byte(s))
-	return hex.EncodeToString(sum[:])
 }
