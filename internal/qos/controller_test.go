@@ -161,3 +161,43 @@ func TestAgentsAndControllerOverTheBus(t *testing.T) {
 		t.Fatal("version 2 accepted")
 	}
 }
+
+func FuzzDecodeAssignments(f *testing.F) {
+	f.Add([]byte(`{"v":1,"controller":"bandwidth","instance":"i","seq":3,"assignments":[{"node":"a","target":"tenant:t1","key":"get_bw","value":1e6}]}`), "a")
+	f.Add([]byte(`{"v":2}`), "a")
+	f.Fuzz(func(t *testing.T, data []byte, node string) {
+		_, _, rates, err := DecodeAssignments(data, node)
+		if err != nil {
+			return
+		}
+		for tenant, cs := range rates {
+			for c, r := range cs {
+				if _, err := ParseClass(string(c)); err != nil || r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+					t.Fatalf("%s/%s = %v", tenant, c, r)
+				}
+			}
+		}
+	})
+}
+
+func FuzzDecodeReport(f *testing.F) {
+	rep, _ := json.Marshal(report("a", 1e6, FlowStatus{Tenant: "t1", Class: ClassGet, Streams: 1, Served: 5}))
+	f.Add(rep)
+	f.Add([]byte(`{"v":1,"node":"a","flows":[{"tenant":"t","class":"nope"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rep, err := DecodeReport(data)
+		if err != nil {
+			return
+		}
+		// Whatever is accepted makes a problem the algorithms can take.
+		fl := NewFleet(time.Minute)
+		fl.Add(rep)
+		snap, _ := fl.Snapshot(context.Background())
+		p := ProblemFromSnapshot(snap, BandwidthConfig{})
+		for k, r := range (Crystal{}).Allocate(p) {
+			if r < 0 || math.IsNaN(r) {
+				t.Fatalf("%v = %v from %s", k, r, data)
+			}
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -110,7 +111,7 @@ func DecodeAssignments(data []byte, node string) (instance string, seq uint64, r
 			continue
 		}
 		c, err := ParseClass(cls)
-		if err != nil || a.Value < 0 {
+		if err != nil || !(a.Value >= 0) || math.IsInf(a.Value, 0) {
 			continue
 		}
 		if rates[tenant] == nil {
@@ -165,9 +166,9 @@ func (f *Fleet) Subscribe(b bus.Bus, log *slog.Logger) (stop func(), err error) 
 		log = slog.New(slog.DiscardHandler)
 	}
 	s1, err := b.Subscribe(reportPattern, func(_ string, data []byte) {
-		var rep NodeReport
-		if err := json.Unmarshal(data, &rep); err != nil || rep.V != ReportVersion {
-			log.Warn("qos report refused", "err", err, "v", rep.V)
+		rep, err := DecodeReport(data)
+		if err != nil {
+			log.Warn("qos report refused", "err", err)
 			return
 		}
 		f.Add(rep)
@@ -189,6 +190,33 @@ func (f *Fleet) Subscribe(b bus.Bus, log *slog.Logger) (stop func(), err error) 
 		return nil, fmt.Errorf("qos: subscribe to assignments: %w", err)
 	}
 	return func() { _ = s1.Unsubscribe(); _ = s2.Unsubscribe() }, nil
+}
+
+// DecodeReport reads a NodeReport from the bus, refusing other versions,
+// a report without a node name, and values that are not finite and
+// non-negative.
+func DecodeReport(data []byte) (NodeReport, error) {
+	var rep NodeReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return NodeReport{}, fmt.Errorf("qos: report: %w", err)
+	}
+	if rep.V != ReportVersion {
+		return NodeReport{}, fmt.Errorf("qos: report: version %d, want %d", rep.V, ReportVersion)
+	}
+	if rep.Node == "" {
+		return NodeReport{}, fmt.Errorf("qos: report without a node")
+	}
+	ok := func(f float64) bool { return f >= 0 && !math.IsInf(f, 0) && !math.IsNaN(f) }
+	if !ok(rep.Capacity) || rep.PeriodMS < 0 {
+		return NodeReport{}, fmt.Errorf("qos: report of %s: bad capacity or period", rep.Node)
+	}
+	for _, fl := range rep.Flows {
+		if _, err := ParseClass(string(fl.Class)); err != nil || fl.Tenant == "" || fl.Streams < 0 || fl.Active < 0 ||
+			!ok(fl.Rate) || !ok(fl.Served) || !ok(fl.Waited) || !ok(fl.Ops) || !ok(fl.Rejected) || !ok(fl.OpsRate) {
+			return NodeReport{}, fmt.Errorf("qos: report of %s: bad flow %+v", rep.Node, fl)
+		}
+	}
+	return rep, nil
 }
 
 // Add records a node's report.
