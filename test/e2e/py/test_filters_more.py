@@ -212,6 +212,7 @@ def test_dynamic_caching_follows_get_rate(pair):
     # The workload metric is in the DSL's vocabulary and measured.
     status, m = a.admin("GET", "/metrics/cache_hit_ratio")
     assert status == 200 and m["metric"] == "cache_hit_ratio"
+    a.ctl("policy", "validate", f"FOR BUCKET {tenant}/{bucket} WHEN cache_hit_ratio < 10% DO DELETE caching")
 
 
 def test_tagging_sets_metadata_from_key_and_content(pair):
