@@ -16,23 +16,17 @@ Two gateways share everything a fleet shares: redis-server (metadata),
   ETag, while the bin itself is never visible through S3.
 """
 
-import base64
 import json
-import os
 import secrets
-import shutil
 import time
 import urllib.request
 import uuid
 
-import boto3
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from conftest import Server, _free_port, make_client
-from test_cluster import Gateway, Proc, _versitygw, _wait
-from test_dynamic import Bus
+from conftest import Server, make_client
+from test_cluster import Gateway, _wait, start_fleet
 
 REGION = "us-east-1"
 
@@ -58,43 +52,10 @@ class CachingGateway(Gateway):
 
 @pytest.fixture(scope="module")
 def pair(facet_bin, tmp_path_factory):
-    if shutil.which("redis-server") is None:
-        pytest.fail("redis-server not found (scripts/ensure-deps.sh installs it)")
     d = tmp_path_factory.mktemp("filters")
-    procs = []
-    try:
-        redis_port = _free_port()
-        procs.append(Proc(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--dir", str(d),
-                           "--save", "", "--appendonly", "no"], d / "redis.log"))
-        bus = Bus(facet_bin, f"127.0.0.1:{_free_port()}", d / "bus.log")
-        bus.start()
-        procs.append(bus)
-        vgw_addr = f"127.0.0.1:{_free_port()}"
-        access, secret = "filtersroot", "s" + secrets.token_hex(12)
-        (d / "vgw").mkdir()
-        procs.append(Proc([_versitygw(), "--port", vgw_addr, "--health", "/health", "posix", str(d / "vgw")], d / "vgw.log",
-                          dict(os.environ, ROOT_ACCESS_KEY_ID=access, ROOT_SECRET_ACCESS_KEY=secret)))
-        _wait(lambda: urllib.request.urlopen(f"http://{vgw_addr}/health", timeout=1).status == 200, "versitygw up")
-        backend = boto3.client("s3", endpoint_url=f"http://{vgw_addr}", region_name=REGION, aws_access_key_id=access,
-                               aws_secret_access_key=secret, config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
-        backend.create_bucket(Bucket="facet")
-        token = "filters-" + secrets.token_hex(8)
-        env = dict(os.environ,
-                   FACET_META=f"redis://127.0.0.1:{redis_port}/0", FACET_BUS=f"nats://{bus.addr}",
-                   FACET_BACKEND=f"s3://{access}:{secret}@{vgw_addr}/facet/fleet?tls=false",
-                   FACET_MASTER_KEY=base64.b64encode(secrets.token_bytes(32)).decode(), FACET_ADMIN_TOKEN=token,
-                   FACET_TRASH_PURGE_EVERY="1s")
-        procs.append(Proc([facet_bin, "controller", "--data", str(d / "ctl")], d / "controller.log", env))
-        gws = []
-        for name in ("a", "b"):
-            g = CachingGateway(facet_bin, d / f"gateway-{name}.log", dict(env, FACET_CACHE_DIR=str(d / f"cache-{name}")), token)
-            g.start()
-            gws.append(g)
-            procs.append(g)
+    with start_fleet(facet_bin, d, extra_env={"FACET_TRASH_PURGE_EVERY": "1s"}, gateway_class=CachingGateway,
+                     gateway_env=lambda i: {"FACET_CACHE_DIR": str(d / f"cache-{i}")}) as (gws, backend, _):
         yield gws[0], gws[1], backend
-    finally:
-        for p in reversed(procs):
-            p.stop()
 
 
 def _tenant(gw):
@@ -320,7 +281,8 @@ def test_cache_holds_what_clients_see(pair):
     stored = backend.head_object(Bucket="facet", Key=f"fleet/{bucket}/log")["ContentLength"]
     assert stored < len(body) // 2
     r = s3a.get_object(Bucket=bucket, Key="log")
-    assert r["Body"].read() == body and r["ResponseMetadata"]["HTTPHeaders"].get("x-facet-cache") == "miss"
+    # A miss (a hit only if a retried attempt of this GET filled the cache).
+    assert r["Body"].read() == body and r["ResponseMetadata"]["HTTPHeaders"].get("x-facet-cache") in ("miss", "hit")
 
     def hit(**kw):
         r = s3a.get_object(Bucket=bucket, Key="log", **kw)
