@@ -176,6 +176,12 @@ func (f *fleetSync) start(ctx context.Context) error {
 		_ = vs.Unsubscribe()
 		return err
 	}
+	// A subscription is in force once the server has it: wait for that
+	// (bounded), so that an announcement made right after start is not
+	// missed (the poll would catch it, a second later).
+	if fl, ok := f.bus.(interface{ Flush(time.Duration) error }); ok {
+		_ = fl.Flush(2 * time.Second)
+	}
 	go func() {
 		f.run(ctx)
 		_ = vs.Unsubscribe()
