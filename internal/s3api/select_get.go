@@ -42,7 +42,9 @@ func (s *Server) serveSelected(w http.ResponseWriter, req *request, info storage
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	rc, err := s.openLogical(ctx, req, info, nil)
+	// The cache, when a caching policy is in force, holds the logical
+	// object the selection reads.
+	rc, err := s.openCached(ctx, req, info, nil)
 	if err != nil {
 		resetHeaders(hdr)
 		return decodeErr(err, info.Bucket, info.Key)
