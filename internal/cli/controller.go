@@ -22,16 +22,9 @@ func newControllerCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the automation controllers of a fleet (one active instance, elected by a lease in the metadata store)",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfig(cmd.Flags(), configPath, os.Getenv); err != nil {
-				return err
-			}
-			logger, err := newLogger(logLevel)
-			if err != nil {
-				return err
-			}
+		RunE: roleRun(&configPath, &logLevel, func(cmd *cobra.Command, logger *slog.Logger) error {
 			return server.RunController(cmd.Context(), opts, logger)
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", os.Getenv("FACET_CONFIG"), "optional YAML config file (keys are flag names)")

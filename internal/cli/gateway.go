@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"log/slog"
 	"os"
 	"time"
 
@@ -22,17 +23,10 @@ func newGatewayCommand() *cobra.Command {
 		Long: "A gateway keeps nothing of its own: any number run side by side behind a load balancer. It refuses to start\n" +
 			"unless --meta, --backend and --bus name the fleet's shared stores, the admin token is given and the master key\n" +
 			"comes from FACET_MASTER_KEY or --master-key-file. Controllers run as `facet controller`.",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfig(cmd.Flags(), configPath, os.Getenv); err != nil {
-				return err
-			}
-			logger, err := newLogger(logLevel)
-			if err != nil {
-				return err
-			}
+		RunE: roleRun(&configPath, &logLevel, func(cmd *cobra.Command, logger *slog.Logger) error {
 			opts.Out = cmd.OutOrStdout()
 			return server.RunGateway(cmd.Context(), opts, logger)
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", os.Getenv("FACET_CONFIG"), "optional YAML config file (keys are flag names)")
@@ -42,6 +36,21 @@ func newGatewayCommand() *cobra.Command {
 	f.StringVar(&opts.MasterKeyFile, "master-key-file", "", "file holding the fleet's master key (raw 32 bytes or base64), read when FACET_MASTER_KEY is unset")
 	requestFlags(f, &opts, &logLevel)
 	return cmd
+}
+
+// roleRun is the RunE of a long-running role: configuration (flags, then
+// FACET_* environment, then the YAML file), the JSON logger, then run.
+func roleRun(configPath, logLevel *string, run func(cmd *cobra.Command, logger *slog.Logger) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if err := applyConfig(cmd.Flags(), *configPath, os.Getenv); err != nil {
+			return err
+		}
+		logger, err := newLogger(*logLevel)
+		if err != nil {
+			return err
+		}
+		return run(cmd, logger)
+	}
 }
 
 // requestFlags are the flags of the roles that serve S3 requests (serve

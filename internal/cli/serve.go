@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -18,19 +19,12 @@ func newServeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run Facet on one machine with the embedded metadata store and filesystem backend",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfig(cmd.Flags(), configPath, os.Getenv); err != nil {
-				return err
-			}
-			logger, err := newLogger(logLevel)
-			if err != nil {
-				return err
-			}
+		RunE: roleRun(&configPath, &logLevel, func(cmd *cobra.Command, logger *slog.Logger) error {
 			opts.Out = cmd.OutOrStdout()
 			blockOptional(cmd, &opts.Block)
 			opts.NoControllers = !controllers
 			return server.Run(cmd.Context(), opts, logger)
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", os.Getenv("FACET_CONFIG"), "optional YAML config file (keys are flag names)")
