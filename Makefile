@@ -85,6 +85,8 @@ bench: build
 	./$(BIN) bench wasm --modules bin/wasm
 	# Prometheus exporter: 4 KiB PUT/GET with and without it, its cost per request, filter timing.
 	$(GO) test -run='^$$' -bench=. -benchtime=2s -cpu=1 ./internal/promexp/
+	# seeds/003 Fig. 1-4: 2..32 concurrent 256 MiB GET streams from the disk, one thread per stream vs round-robin pool (Jain's index); classification cost.
+	./$(BIN) bench streams
 	# QoS (seeds/000 Table 9.4a, Crystal Fig. 7): SLO splits across two gateways, accuracy, convergence, utilisation, Jain; shaping cost vs --qos-off.
 	./$(BIN) bench qos
 	$(GO) test -run='^$$' -bench=WaitN -benchtime=1s -cpu=1 ./internal/qos/

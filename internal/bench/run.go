@@ -440,38 +440,78 @@ func (tr *tenantRun) work(ctx context.Context, start time.Time, w *worker, ticke
 
 // dispatch issues open-loop tickets: in each phase with a rate, the
 // number due is rate × time since the phase began, so timer lateness is
-// caught up rather than lost.
+// caught up rather than lost — also across a phase boundary the
+// dispatcher woke up late for. Every due op is accounted for: started,
+// or counted as dropped (every worker busy, or the run ended before a
+// worker could start it), so a slow client or server shows as drops
+// rather than as a silently lower offered rate.
 func (tr *tenantRun) dispatch(ctx context.Context, start time.Time, tickets chan time.Time, rec *recorder) {
+	drop := func(n int64) {
+		for range n {
+			rec.samples = append(rec.samples, sample{end: int64(time.Since(start)), out: outDropped})
+		}
+	}
 	var cur phaseAt
 	var issued int64
+	// issue sends the tickets of cur due at elapsed time at; false when
+	// the tenant's op budget is spent.
+	issue := func(at time.Duration, send bool) bool {
+		due := dueTickets(cur, at)
+		for ; issued < due; issued++ {
+			if !tr.take() {
+				return false
+			}
+			if !send {
+				drop(1)
+				continue
+			}
+			select {
+			case tickets <- time.Now():
+			default:
+				drop(1)
+			}
+		}
+		return true
+	}
+	defer func() {
+		// The run is over: what is due but never started was dropped.
+		if cur.rate > 0 {
+			issue(time.Since(start), false)
+		}
+		for {
+			select {
+			case <-tickets:
+				drop(1)
+			default:
+				return
+			}
+		}
+	}()
 	for ctx.Err() == nil {
 		now := time.Since(start)
 		ph, ok := tr.phase(now)
+		if ph.from != cur.from || ph.rate != cur.rate || !ok {
+			if cur.rate > 0 && !issue(now, true) {
+				return
+			}
+			cur, issued = phaseAt{}, 0
+		}
 		if !ok || ph.rate == 0 {
 			// Tickets left from an open-loop phase would start the next
 			// one with a burst.
 			for len(tickets) > 0 {
 				select {
 				case <-tickets:
+					drop(1)
 				default:
 				}
 			}
 			sleepUntil(ctx, start, ph.to, 50*time.Millisecond)
 			continue
 		}
-		if ph.from != cur.from || ph.rate != cur.rate {
-			cur, issued = ph, 0
-		}
-		due := int64(math.Floor((now-ph.from).Seconds()*ph.rate)) + 1
-		for ; issued < due; issued++ {
-			if !tr.take() {
-				return
-			}
-			select {
-			case tickets <- time.Now():
-			default:
-				rec.samples = append(rec.samples, sample{end: int64(time.Since(start)), out: outDropped})
-			}
+		cur = ph
+		if !issue(now, true) {
+			return
 		}
 		next := ph.from + time.Duration(float64(issued)/ph.rate*float64(time.Second))
 		if ph.to != 0 && next > ph.to {
@@ -479,6 +519,18 @@ func (tr *tenantRun) dispatch(ctx context.Context, start time.Time, tickets chan
 		}
 		sleepUntil(ctx, start, next, 0)
 	}
+}
+
+// dueTickets is how many ops phase p has offered by elapsed time at: one
+// at the phase's start, then one every 1/rate, none past the phase's end.
+func dueTickets(p phaseAt, at time.Duration) int64 {
+	if p.rate <= 0 || at < p.from {
+		return 0
+	}
+	if p.to != 0 && at >= p.to {
+		at = p.to - 1
+	}
+	return int64(math.Floor((at-p.from).Seconds()*p.rate)) + 1
 }
 
 // pickOp draws an operation from the weights; operations that need an

@@ -25,8 +25,11 @@ func TestServeMetrics(t *testing.T) {
 	go func() {
 		done <- Run(ctx, Options{
 			DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: "tok",
-			MetricsToken: "scrape", ShutdownTimeout: 5 * time.Second,
-			Ready: func(s3, admin string) { ready <- [2]string{s3, admin} },
+			MetricsToken: "scrape",
+			// Above net/http's 5 s grace for connections that never
+			// sent a request.
+			ShutdownTimeout: 15 * time.Second,
+			Ready:           func(s3, admin string) { ready <- [2]string{s3, admin} },
 		}, slog.New(slog.DiscardHandler))
 	}()
 	var addrs [2]string

@@ -42,7 +42,9 @@ func startWith(t *testing.T, opts func(*Options)) (*s3.Client, string, string) {
 	done := make(chan error, 1)
 	o := Options{
 		DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: "tok",
-		ShutdownTimeout: 5 * time.Second, Domains: []string{"localhost"},
+		// Above net/http's 5 s grace for connections that never sent a
+		// request (a client dials one more than it ends up using).
+		ShutdownTimeout: 15 * time.Second, Domains: []string{"localhost"},
 		Ready: func(s3, admin string) { ready <- [2]string{s3, admin} },
 	}
 	opts(&o)

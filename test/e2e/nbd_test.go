@@ -247,7 +247,7 @@ func TestNBDClients(t *testing.T) {
 
 	t.Run("fio-verify", func(t *testing.T) {
 		out := run(t, "fio", "--name=verify", "--ioengine=nbd", "--uri="+srv.uri("plain"), "--rw=randwrite", "--bs=4k",
-			"--size=32M", "--iodepth=16", "--verify=crc32c", "--verify_fatal=1", "--do_verify=1", "--output-format=json")
+			"--size=32M", "--iodepth=16", "--verify=crc32c", "--verify_state_save=0", "--verify_fatal=1", "--do_verify=1", "--output-format=json")
 		var res struct {
 			Jobs []struct {
 				Error int `json:"error"`
@@ -257,7 +257,7 @@ func TestNBDClients(t *testing.T) {
 			t.Fatalf("fio: %v\n%s", err, out)
 		}
 		out = run(t, "fio", "--name=verify-enc", "--ioengine=nbd", "--uri="+srv.uri("enc"), "--rw=randrw", "--bs=4k", "--size=16M",
-			"--iodepth=8", "--numjobs=2", "--verify=crc32c", "--verify_fatal=1", "--offset_increment=16M")
+			"--iodepth=8", "--numjobs=2", "--verify=crc32c", "--verify_state_save=0", "--verify_fatal=1", "--offset_increment=16M")
 		if strings.Contains(out, "verify:") && strings.Contains(out, "bad") {
 			t.Fatalf("fio on the encrypted volume:\n%s", out)
 		}
