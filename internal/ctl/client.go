@@ -20,24 +20,33 @@ import (
 type client struct {
 	base  string // e.g. http://127.0.0.1:9001, no trailing slash
 	token string
-	hc    *http.Client
+	// keys, when set, sign every call as a tenant instead of the token
+	// (sign.go).
+	keys *tenantKeys
+	hc   *http.Client
 }
 
 // requestTimeout bounds one API call; every call is a small metadata
 // operation, so a slow answer means a stuck server.
 const requestTimeout = 30 * time.Second
 
-func newClient(adminURL, token string) (*client, error) {
+// newClient returns a client of the API at adminURL that signs its calls
+// with keys when given, else sends the admin token.
+func newClient(adminURL, token string, keys *tenantKeys) (*client, error) {
 	u, err := url.Parse(adminURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--admin %q: want an http(s) URL such as http://127.0.0.1:9001", adminURL)
 	}
-	if token == "" {
-		return nil, errors.New("no admin token: pass --token or set FACET_ADMIN_TOKEN")
+	switch {
+	case keys != nil && (keys.accessKey == "" || keys.secretKey == ""):
+		return nil, errors.New("a tenant's credentials take both --access-key and --secret-key (or " + EnvAccessKey + " and " + EnvSecretKey + ")")
+	case keys == nil && token == "":
+		return nil, errors.New("no admin token: pass --token or set FACET_ADMIN_TOKEN (a tenant passes --access-key and --secret-key)")
 	}
 	return &client{
 		base:  strings.TrimSuffix(u.String(), "/"),
 		token: token,
+		keys:  keys,
 		hc:    &http.Client{Timeout: requestTimeout},
 	}, nil
 }
@@ -93,12 +102,20 @@ func (c *client) request(ctx context.Context, method, path string, body io.Reade
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept", "application/json")
+	if c.keys == nil {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	return req, nil
 }
 
 func (c *client) send(req *http.Request, out any) error {
+	if c.keys != nil {
+		// Signed last: the caller may have set headers (Content-Type).
+		if err := c.keys.sign(req); err != nil {
+			return err
+		}
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("admin API at %s: %w", c.base, err)

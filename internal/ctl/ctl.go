@@ -25,9 +25,10 @@ const (
 )
 
 type options struct {
-	adminURL string
-	token    string
-	output   string
+	adminURL             string
+	token                string
+	accessKey, secretKey string
+	output               string
 }
 
 // NewCommand returns the `ctl` command tree.
@@ -37,7 +38,10 @@ func NewCommand() *cobra.Command {
 		Use:   "ctl",
 		Short: "Administer a running Facet server through its control API",
 		Long: "ctl talks to the control API of a running `facet serve`.\n\n" +
-			"The server address comes from --admin or " + EnvAdminURL + ", the admin token from --token or " + EnvAdminToken + ".",
+			"The server address comes from --admin or " + EnvAdminURL + ", the admin token from --token or " + EnvAdminToken + ".\n" +
+			"A tenant uses its own access key instead (--access-key and --secret-key, or " + EnvAccessKey + " and " + EnvSecretKey +
+			"): the calls are signed as S3 requests are, and reach only the tenant's own resources (its tenant, keys, buckets, " +
+			"usage, policies, metrics and recycle bin), e.g. `facet ctl trash list`.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -46,6 +50,8 @@ func NewCommand() *cobra.Command {
 	// No default shown: the token is a secret and must not appear in help.
 	pf.StringVar(&o.token, "token", "", "admin bearer token (env "+EnvAdminToken+")")
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	pf.StringVar(&o.accessKey, "access-key", "", "a tenant's access key, to act as that tenant instead of the admin (env "+EnvAccessKey+")")
+	pf.StringVar(&o.secretKey, "secret-key", "", "the access key's secret (env "+EnvSecretKey+")")
 
 	cmd.AddCommand(o.trashCommand())
 	cmd.AddCommand(o.tenantCommand(), o.keyCommand(), o.bucketCommand(),
@@ -74,7 +80,7 @@ func (o *options) run(action func(ctx context.Context, c *client, p *printer, ar
 		if o.output != "table" && o.output != "json" {
 			return fmt.Errorf("--output %q: want table or json", o.output)
 		}
-		c, err := newClient(adminURL, token)
+		c, err := newClient(adminURL, token, o.tenantKeys(cmd))
 		if err != nil {
 			return err
 		}
@@ -84,6 +90,22 @@ func (o *options) run(action func(ctx context.Context, c *client, p *printer, ar
 		}
 		return action(ctx, c, &printer{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), json: o.output == "json", cmd: cmd}, args)
 	}
+}
+
+// tenantKeys returns a tenant's credentials when some were given (flag,
+// then environment), else nil: the admin token is used.
+func (o *options) tenantKeys(cmd *cobra.Command) *tenantKeys {
+	k := tenantKeys{accessKey: o.accessKey, secretKey: o.secretKey}
+	if !cmd.Flags().Changed("access-key") {
+		k.accessKey = os.Getenv(EnvAccessKey)
+	}
+	if !cmd.Flags().Changed("secret-key") {
+		k.secretKey = os.Getenv(EnvSecretKey)
+	}
+	if k.accessKey == "" && k.secretKey == "" {
+		return nil
+	}
+	return &k
 }
 
 func (o *options) tenantCommand() *cobra.Command {

@@ -2,6 +2,8 @@ package ctl
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -15,11 +17,15 @@ import (
 func (o *options) trashCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "trash", Short: "List, restore and purge a tenant's deleted objects (the recycle_bin filter)", Args: cobra.NoArgs}
 	cmd.AddCommand(&cobra.Command{
-		Use:   "list TENANT",
-		Short: "List a tenant's recycle bin, oldest deletion first",
-		Args:  cobra.ExactArgs(1),
+		Use:   "list [TENANT]",
+		Short: "List a tenant's recycle bin, oldest deletion first (a tenant with its own keys may omit TENANT)",
+		Args:  cobra.RangeArgs(0, 1),
 		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
-			l, err := c.listTrash(ctx, args[0])
+			tenant, _, err := c.trashTenant(ctx, args, 1)
+			if err != nil {
+				return err
+			}
+			l, err := c.listTrash(ctx, tenant)
 			if err != nil {
 				return err
 			}
@@ -32,11 +38,15 @@ func (o *options) trashCommand() *cobra.Command {
 	})
 	var overwrite bool
 	restore := &cobra.Command{
-		Use:   "restore TENANT ID",
-		Short: "Put a deleted object back at its bucket and key (refused when the key holds an object, unless --overwrite)",
-		Args:  cobra.ExactArgs(2),
+		Use:   "restore [TENANT] ID",
+		Short: "Put a deleted object back at its bucket and key (refused when the key holds an object, unless --overwrite; a tenant with its own keys may omit TENANT)",
+		Args:  cobra.RangeArgs(1, 2),
 		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
-			it, err := c.restoreTrash(ctx, args[0], args[1], overwrite)
+			tenant, rest, err := c.trashTenant(ctx, args, 2)
+			if err != nil {
+				return err
+			}
+			it, err := c.restoreTrash(ctx, tenant, rest[0], overwrite)
 			if err != nil {
 				return err
 			}
@@ -57,6 +67,26 @@ func (o *options) trashCommand() *cobra.Command {
 		}),
 	})
 	return cmd
+}
+
+// trashTenant splits args into the tenant and the rest: the tenant is
+// the first of full arguments, or, when one is missing, the tenant whose
+// keys sign the calls (the API's tenant list is then that tenant alone).
+func (c *client) trashTenant(ctx context.Context, args []string, full int) (string, []string, error) {
+	if len(args) == full {
+		return args[0], args[1:], nil
+	}
+	if c.keys == nil {
+		return "", nil, errors.New("name the TENANT (the admin token reaches every tenant's recycle bin)")
+	}
+	l, err := c.listTenants(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(l.Tenants) != 1 {
+		return "", nil, fmt.Errorf("the access key sees %d tenants; name the TENANT", len(l.Tenants))
+	}
+	return l.Tenants[0].Name, args, nil
 }
 
 func (c *client) listTrash(ctx context.Context, tenant string) (admin.TrashList, error) {

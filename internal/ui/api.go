@@ -188,22 +188,29 @@ func (u *UI) proxy(w http.ResponseWriter, r *http.Request, sess session, path st
 		u.callAPI(w, r, r.Method, path, raw, r.URL.RawQuery, r.Body)
 		return
 	}
-	d := tenantDecision(r.Method, path, r.URL.Query(), sess.tenant)
+	u.proxyTenant(w, r, sess.tenant, path, r.Body)
+}
+
+// proxyTenant passes a request of tenant me to the control API as the
+// tenant scope (scope.go) allows: a dashboard session's, or one signed
+// with the tenant's access key (signed.go).
+func (u *UI) proxyTenant(w http.ResponseWriter, r *http.Request, me, path string, body io.Reader) {
+	d := tenantDecision(r.Method, path, r.URL.Query(), me)
 	if d.deny != "" {
 		writeErr(w, http.StatusForbidden, "Forbidden", d.deny)
 		return
 	}
 	if d.filter == nil {
-		u.callAPI(w, r, r.Method, d.path, "", d.query, r.Body)
+		u.callAPI(w, r, r.Method, d.path, "", d.query, body)
 		return
 	}
 	rec := newRecorder()
-	u.callAPI(rec, r, r.Method, d.path, "", d.query, r.Body)
+	u.callAPI(rec, r, r.Method, d.path, "", d.query, body)
 	if rec.status != http.StatusOK {
 		rec.copyTo(w)
 		return
 	}
-	out, err := d.filter(r, u, sess.tenant, rec.body.Bytes())
+	out, err := d.filter(r, u, me, rec.body.Bytes())
 	if err != nil {
 		u.log.Error("dashboard: filtering an answer for a tenant", "path", d.path, "err", err)
 		writeErr(w, http.StatusInternalServerError, "InternalError", "internal error")

@@ -19,6 +19,8 @@ func FuzzTenantDecision(f *testing.F) {
 		{"GET", "/v1/explain", "tenant=acme&bucket=b"}, {"GET", "/v1/metrics/put_ops", "target=tenant:acme"},
 		{"GET", "/v1/metrics/put_ops", "target=object:acme/b/k/../../zeta"}, {"GET", "/v1/tenants/acme/../zeta", ""},
 		{"GET", "/v1/slos/acme", ""}, {"GET", "/v1/explain", "tenant=acme&tenant=zeta"},
+		{"GET", "/v1/trash/acme", ""}, {"POST", "/v1/trash/acme/1-2-0000000a/restore", "overwrite=true"},
+		{"POST", "/v1/trash/zeta/1-2-0000000a/restore", ""}, {"DELETE", "/v1/trash/acme/1-2-0000000a", ""},
 	} {
 		f.Add(s.method, s.path, s.query)
 	}
@@ -35,7 +37,7 @@ func FuzzTenantDecision(f *testing.F) {
 		if !strings.HasPrefix(d.path, "/v1/") {
 			t.Fatalf("allowed a path outside the API: %q", d.path)
 		}
-		if (seg[0] == "tenants" || seg[0] == "slos") && len(seg) > 1 && seg[1] != "acme" {
+		if (seg[0] == "tenants" || seg[0] == "slos" || seg[0] == "trash") && len(seg) > 1 && seg[1] != "acme" {
 			t.Fatalf("%s %s?%s reaches %s", method, path, query, d.path)
 		}
 		if seg[0] == "tenants" && len(seg) == 1 {

@@ -102,8 +102,35 @@ func tenantDecision(method, path string, q url.Values, me string) decision {
 			return decision{deny: "a tenant session sees its own SLO only"}
 		}
 		return decision{path: "/v1/slos/" + me}
+	case seg[0] == "trash" && len(seg) >= 2:
+		return trashDecision(method, seg, q, me)
 	}
 	return deny
+}
+
+// trashDecision lets a tenant list its own recycle bin and restore from
+// it (issue 12). Purging stays the admin's: the bin is also what undoes
+// the deletions of a leaked key, which must not be able to empty it.
+func trashDecision(method string, seg []string, q url.Values, me string) decision {
+	if seg[1] != me {
+		return decision{deny: "a tenant sees its own recycle bin only"}
+	}
+	switch {
+	case method == http.MethodGet && len(seg) == 2 && len(q) == 0:
+		return decision{path: "/v1/trash/" + me}
+	case method == http.MethodPost && len(seg) == 4 && seg[3] == "restore":
+		out := url.Values{}
+		for k, vs := range q {
+			if k != "overwrite" || len(vs) != 1 {
+				return decision{deny: fmt.Sprintf("unknown parameter %q", k)}
+			}
+			out.Set(k, vs[0])
+		}
+		return decision{path: "/v1/trash/" + me + "/" + seg[2] + "/restore", query: out.Encode()}
+	case method == http.MethodDelete && len(seg) == 3:
+		return decision{deny: "purging the recycle bin is for the administrator"}
+	}
+	return decision{deny: notForTenants}
 }
 
 // ownTenantList answers GET /tenants with the tenant alone.

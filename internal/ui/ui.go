@@ -11,7 +11,8 @@
 // with the admin token on behalf of the session: whole for the admin, and
 // for a tenant only through an allow-list that pins every request to the
 // tenant's own name and filters what comes back (scope.go). The browser
-// never holds the admin token.
+// never holds the admin token. The same scope serves tenants that call
+// the control API directly with SigV4-signed requests (signed.go).
 package ui
 
 import (
@@ -26,6 +27,7 @@ import (
 
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/metrics"
+	"github.com/facet-sds/facet/internal/s3api/sigv4"
 )
 
 //go:embed assets
@@ -85,6 +87,8 @@ type UI struct {
 	logins    *loginLimiter
 	live      *live
 	static    http.Handler
+	// verifier authenticates tenants' signed API calls (signed.go).
+	verifier *sigv4.Verifier
 }
 
 // New returns the dashboard; call Run to feed its plots.
@@ -116,6 +120,7 @@ func New(cfg Config) *UI {
 	}
 	u.static = http.FileServerFS(sub)
 	u.apiToken = cfg.Token
+	u.verifier = newVerifier(cfg.Store)
 	return u
 }
 
@@ -123,7 +128,9 @@ func New(cfg Config) *UI {
 // until ctx ends; event streams end with it.
 func (u *UI) Run(ctx context.Context) { u.live.run(ctx) }
 
-// Handler serves /ui/ and passes every other path to the control API.
+// Handler serves /ui/, answers tenants' signed calls of the control API
+// through the tenant scope (signed.go), and passes every other request to
+// the control API.
 func (u *UI) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
@@ -132,6 +139,8 @@ func (u *UI) Handler() http.Handler {
 			http.Redirect(w, r, "/ui/", http.StatusMovedPermanently)
 		case strings.HasPrefix(p, "/ui/"):
 			u.serveUI(w, r)
+		case signedRequest(r):
+			u.serveSigned(w, r)
 		default:
 			u.api.ServeHTTP(w, r)
 		}

@@ -32,6 +32,7 @@ type fixture struct {
 	acme  meta.NewKey
 	zeta  meta.NewKey
 	agg   *fakeAgg
+	bin   *memTrash
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -49,7 +50,8 @@ func newFixture(t *testing.T) *fixture {
 	if _, f.zeta, err = store.CreateTenantWithKey(ctx, "zeta"); err != nil {
 		t.Fatal(err)
 	}
-	api := admin.New(admin.Config{Store: store, Token: testToken})
+	f.bin = &memTrash{items: map[string][]admin.TrashItem{}}
+	api := admin.New(admin.Config{Store: store, Token: testToken, Trash: f.bin})
 	f.ui = New(Config{API: api, Token: testToken, Store: store, Metrics: f.agg, Period: 20 * time.Millisecond})
 	f.srv = httptest.NewServer(f.ui.Handler())
 	t.Cleanup(f.srv.Close)
@@ -570,6 +572,11 @@ func TestTenantDecisionPinsTheTenant(t *testing.T) {
 		{"PUT", "/v1/tenants/acme", "", "", ""},
 		{"GET", "/v1/tenants/acme/keys/x/y", "", "", ""},
 		{"GET", "/v2/tenants", "", "", ""},
+		{"GET", "/v1/trash/acme", "", "/v1/trash/acme", ""},
+		{"POST", "/v1/trash/acme/1-2-0000000a/restore", "overwrite=true", "/v1/trash/acme/1-2-0000000a/restore", "overwrite=true"},
+		{"POST", "/v1/trash/acme/1-2-0000000a/restore", "tenant=zeta", "", ""},
+		{"GET", "/v1/trash/zeta", "", "", ""},
+		{"DELETE", "/v1/trash/acme/1-2-0000000a", "", "", ""},
 	} {
 		q, _ := url.ParseQuery(tc.query)
 		d := tenantDecision(tc.method, tc.path, q, "acme")

@@ -1,0 +1,73 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3api/sigv4"
+)
+
+// Tenants call the control API themselves, without the dashboard, by
+// signing their requests with one of their access keys the way they sign
+// S3 requests (AWS Signature Version 4, service "s3", any region): `facet
+// ctl --access-key` does, and so can any SigV4 signer (botocore's
+// SigV4Auth, aws-sdk-go-v2's v4.Signer). Such a request goes through the
+// very scope a tenant's dashboard session goes through (scope.go): there
+// is one list of what a tenant may do, pinned to its own name, whatever
+// the way in.
+
+// signedRequest reports whether r carries SigV4 credentials, in its
+// Authorization header or as a presigned URL.
+func signedRequest(r *http.Request) bool {
+	if strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-") {
+		return true
+	}
+	q := r.URL.Query()
+	return q.Has("X-Amz-Algorithm") || q.Has("X-Amz-Credential") || q.Has("X-Amz-Signature")
+}
+
+func newVerifier(store Store) *sigv4.Verifier {
+	return &sigv4.Verifier{Lookup: func(ctx context.Context, accessKey string) (string, string, error) {
+		tenant, secret, err := store.LookupAccessKey(ctx, accessKey)
+		if errors.Is(err, s3api.ErrUnknownAccessKey) {
+			return "", "", fmt.Errorf("%w: %w", sigv4.ErrUnknownAccessKey, err)
+		}
+		return tenant, secret, err
+	}}
+}
+
+// serveSigned answers a control API request signed with a tenant's
+// access key: verified (the key must exist now, so a revoked key stops
+// working at once), then scoped to the key's tenant. The path may use
+// either of the API's prefixes.
+func (u *UI) serveSigned(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	id, body, err := u.verifier.Verify(r)
+	if err != nil {
+		e := s3err.As(err)
+		msg := e.Message
+		if msg == "" {
+			msg = e.Code.Message
+		}
+		if e.Code.Status >= 500 {
+			u.log.Error("signed control API request: verification failed", "err", err, "remote", clientAddr(r))
+		} else {
+			// The cause names the key and headers, never a secret or a
+			// signature (package sigv4); the answer gives the code only.
+			u.log.Info("signed control API request refused", "code", e.Code.Name, "cause", err, "remote", clientAddr(r))
+		}
+		writeErr(w, e.Code.Status, e.Code.Name, msg)
+		return
+	}
+	path := r.URL.Path
+	if rest, ok := strings.CutPrefix(path, "/api/v1/"); ok {
+		path = "/v1/" + rest
+	}
+	u.proxyTenant(w, r, id.Tenant, path, body)
+}
