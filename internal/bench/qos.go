@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,8 +37,8 @@ type QoSOptions struct {
 	Phase, Settle time.Duration
 	// Streams is GET streams per tenant per gateway.
 	Streams int
-	// OverheadRounds is the rounds of QoS on vs off (each Phase long).
-	OverheadRounds int
+	// Overhead configures the shaping-cost rounds (RunQoSOverhead).
+	Overhead QoSOverheadOptions
 	// Algorithm is the bandwidth controller's (crystal when empty).
 	Algorithm string
 	Log       io.Writer
@@ -57,9 +56,6 @@ func (o *QoSOptions) defaults() {
 	}
 	if o.Streams <= 0 {
 		o.Streams = 2
-	}
-	if o.OverheadRounds <= 0 {
-		o.OverheadRounds = 5
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -107,18 +103,6 @@ type QoSRow struct {
 	Convergence time.Duration
 }
 
-// QoSOverhead compares unthrottled flows through the limiter with QoS off.
-type QoSOverhead struct {
-	On, Off []float64 // MB/s per round
-	// Ratio is the median over rounds of On/Off, each round's pair run
-	// back to back.
-	Ratio float64
-	// CPUOn, CPUOff are the gateway's own CPU time per GB moved (ms),
-	// medians over rounds: less sensitive to a busy machine than MB/s.
-	CPUOn, CPUOff float64
-	Streams       int // GET streams per tenant
-}
-
 // QoSResult is RunQoS's outcome.
 type QoSResult struct {
 	Capacity float64 // MB/s, the fleet's
@@ -127,7 +111,7 @@ type QoSResult struct {
 	// seconds at which phases start.
 	Timeline [][]float64
 	Marks    []int
-	Overhead QoSOverhead
+	Overhead []QoSOverhead
 }
 
 type qosClient struct {
@@ -251,7 +235,10 @@ func RunQoS(ctx context.Context, dir string, phases []QoSPhase, o QoSOptions) (Q
 	stopLoad()
 	wg.Wait()
 
-	res.Overhead, err = qosOverhead(ctx, dir, o, payload)
+	if o.Overhead.Log == nil {
+		o.Overhead.Log = o.Log
+	}
+	res.Overhead, err = RunQoSOverhead(ctx, dir, o.Overhead)
 	return res, err
 }
 
@@ -445,77 +432,6 @@ func convergence(ticks [][]float64, ends []time.Time, changed time.Time, want []
 	return ends[len(ends)-1].Sub(changed)
 }
 
-// qosOverhead runs one gateway with QoS on (no SLO, no capacity: every flow
-// unlimited) and one with --qos-off, in alternate rounds, three tenants
-// saturating, and compares their aggregate MB/s.
-func qosOverhead(ctx context.Context, dir string, o QoSOptions, payload []byte) (QoSOverhead, error) {
-	out := QoSOverhead{Streams: 2 * o.Streams}
-	const token = "bench-token"
-	var ratios, cpuOn, cpuOff []float64
-	for round := range o.OverheadRounds {
-		for _, off := range []bool{false, true} {
-			d := filepath.Join(dir, fmt.Sprintf("ovh-%d-%t", round, off))
-			args := []string{"serve", "--data", d, "--s3-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--admin-token", token,
-				"--unsafe-no-fsync", "--log-level", "info", "--no-workload-metrics"}
-			if off {
-				args = append(args, "--qos-off")
-			}
-			s3, admin, stop, proc, err := startFacetProcess(nil, args...)
-			if err != nil {
-				return out, err
-			}
-			mbps, cpuPerGB, err := saturate(ctx, s3, admin, token, payload, o, proc)
-			stop()
-			_ = os.RemoveAll(d)
-			if err != nil {
-				return out, err
-			}
-			fmt.Fprintf(o.Log, "qos bench: overhead round %d, qos off=%t: %.1f MB/s, %.0f ms CPU per GB\n", round+1, off, mbps, cpuPerGB)
-			if off {
-				out.Off = append(out.Off, mbps)
-				cpuOff = append(cpuOff, cpuPerGB)
-				ratios = append(ratios, out.On[len(out.On)-1]/mbps)
-			} else {
-				out.On = append(out.On, mbps)
-				cpuOn = append(cpuOn, cpuPerGB)
-			}
-		}
-	}
-	out.Ratio, out.CPUOn, out.CPUOff = median(ratios), median(cpuOn), median(cpuOff)
-	return out, nil
-}
-
-// saturate runs the three tenants' GETs on one gateway for a phase and
-// returns the aggregate MB/s after the first second.
-func saturate(ctx context.Context, s3, admin, token string, payload []byte, o QoSOptions, proc *serveProcess) (mbps, cpuPerGB float64, err error) {
-	var n atomic.Int64
-	lctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { stop(); wg.Wait() }()
-	for _, t := range qosTenants {
-		g, err := tenantGateway(ctx, s3, admin, token, t)
-		if err != nil {
-			return 0, 0, err
-		}
-		c := qosClient{g: g, bucket: t + "-data"}
-		if err := g.do(ctx, http.MethodPut, "/"+c.bucket, nil, 0, nil); err != nil {
-			return 0, 0, err
-		}
-		if err := g.do(ctx, http.MethodPut, "/"+c.bucket+"/obj", payload, int64(len(payload)), nil); err != nil {
-			return 0, 0, err
-		}
-		for range 2 * o.Streams {
-			wg.Add(1)
-			go func() { defer wg.Done(); getLoad(lctx, c, &n) }()
-		}
-	}
-	time.Sleep(time.Second)
-	n0, t0, c0 := n.Load(), time.Now(), proc.cpu()
-	time.Sleep(o.Phase / 2)
-	moved := float64(n.Load() - n0)
-	return moved / time.Since(t0).Seconds() / 1e6, float64((proc.cpu() - c0).Milliseconds()) / (moved / 1e9), nil
-}
-
 // WriteQoS prints the table, the convergence times, the overhead and the
 // timeline.
 func WriteQoS(w io.Writer, r QoSResult) {
@@ -539,9 +455,8 @@ func WriteQoS(w io.Writer, r QoSResult) {
 			strings.Join(want, "/"), 100*row.MaxErr, 100*row.Utilisation, row.Jain, conv,
 			strings.Join(meds, "/"), 100*row.MedianMaxErr, 100*row.MedianUtilisation)
 	}
-	o := r.Overhead
-	fmt.Fprintf(w, "\nShaping cost, one gateway, 3 tenants × %d GET streams of 1 MiB, unthrottled: QoS on %s MB/s, QoS off %s MB/s (per round); on/off = %.3f× (median of the rounds' ratios); gateway CPU per GB: %.0f ms on, %.0f ms off\n",
-		o.Streams, fmtList(o.On), fmtList(o.Off), o.Ratio, o.CPUOn, o.CPUOff)
+	fmt.Fprintf(w, "\nShaping cost: two servers side by side (QoS on with no SLO, --qos-off), loaded in turns, 3 tenants, alternating order:\n\n")
+	WriteQoSOverhead(w, r.Overhead)
 	fmt.Fprintf(w, "\nTimeline, MB/s per second (%s; phases start at seconds %v):\n\n", strings.Join(qosTenants, "/"), r.Marks)
 	WriteQoSASCII(w, r, 60)
 }

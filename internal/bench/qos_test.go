@@ -62,7 +62,7 @@ func TestQoSWriters(t *testing.T) {
 	r := QoSResult{Capacity: 50, Marks: []int{0, 2},
 		Rows:     []QoSRow{{Phase: "a & b", Want: []float64{1, 2, 3}, Mean: []float64{1, 2, 3}, CI: []float64{0, 0, 0}, Median: []float64{1, 2, 3}}, {Phase: "c", Want: []float64{3, 2, 1}}},
 		Timeline: [][]float64{{1, 2, 3}, {1, 2, 3}, {3, 2, 1}, {3, 2, 1}},
-		Overhead: QoSOverhead{On: []float64{1}, Off: []float64{1}, Ratio: 1, Streams: 4}}
+		Overhead: []QoSOverhead{{Size: 1 << 20, On: []float64{1}, Off: []float64{1}, Ratio: 1, Min: 1, Max: 1, Streams: 4, Rounds: 1}}}
 	var svg bytes.Buffer
 	if err := WriteQoSSVG(&svg, r); err != nil {
 		t.Fatal(err)

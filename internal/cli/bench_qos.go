@@ -16,6 +16,8 @@ func newBenchQoSCommand() *cobra.Command {
 		capacity float64
 		svg      string
 		alg      string
+		overhead bool
+		rounds   int
 	)
 	cmd := &cobra.Command{
 		Use:   "qos",
@@ -26,9 +28,21 @@ func newBenchQoSCommand() *cobra.Command {
 				return err
 			}
 			defer os.RemoveAll(d)
-			o := bench.QoSOptions{CapacityPerNode: capacity, Algorithm: alg, Log: cmd.ErrOrStderr()}
+			o := bench.QoSOptions{CapacityPerNode: capacity, Algorithm: alg, Log: cmd.ErrOrStderr(),
+				Overhead: bench.QoSOverheadOptions{Rounds: rounds, Log: cmd.ErrOrStderr()}}
 			if quick {
-				o.Phase, o.Settle, o.OverheadRounds = 5*time.Second, 2*time.Second, 1
+				o.Phase, o.Settle = 5*time.Second, 2*time.Second
+				o.Overhead.Rounds, o.Overhead.Window = 2, time.Second
+			}
+			if overhead {
+				rs, err := bench.RunQoSOverhead(cmd.Context(), d, o.Overhead)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "\nfacet bench qos --overhead-only (%s): shaping cost, QoS on (no SLO) vs --qos-off, two servers loaded in turns, 3 tenants × %d GET streams\n\n",
+					time.Now().UTC().Format(time.RFC3339), max(o.Overhead.Streams, 4))
+				bench.WriteQoSOverhead(cmd.OutOrStdout(), rs)
+				return nil
 			}
 			res, err := bench.RunQoS(cmd.Context(), d, bench.DefaultQoSPhases, o)
 			if err != nil {
@@ -59,6 +73,8 @@ func newBenchQoSCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&quick, "quick", false, "short phases, for smoke tests")
 	cmd.Flags().Var(rateFlag{&capacity}, "capacity", "configured capacity of each gateway")
 	cmd.Flags().StringVar(&svg, "svg", "", "also write the timeline as an SVG plot to this file")
+	cmd.Flags().BoolVar(&overhead, "overhead-only", false, "only the shaping cost (QoS on vs --qos-off, interleaved rounds)")
+	cmd.Flags().IntVar(&rounds, "overhead-rounds", 8, "rounds of the shaping-cost comparison (each measures both servers)")
 	cmd.Flags().StringVar(&alg, "algorithm", "crystal", "the bandwidth controller's algorithm: crystal, maxmin or psfa")
 	return cmd
 }

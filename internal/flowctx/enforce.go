@@ -86,9 +86,7 @@ type flowKey struct{ tenant, class string }
 // Flow is one tenant × class flow.
 type Flow struct {
 	Tenant, Class string
-	bucket        *qos.Bucket
-	served        atomic.Int64 // bytes moved, cumulative
-	waited        atomic.Int64 // ns streams waited for tokens, cumulative
+	meter         *qos.Meter   // the class's bucket, bytes moved and time waited
 	streams       atomic.Int64 // open now
 	admitted      atomic.Int64 // requests, cumulative
 	lastServed    int64        // at the last Step (Step only)
@@ -163,7 +161,7 @@ func (e *Enforcer) flow(tenant, class, fallback string) *Flow {
 		class, k = fallback, flowKey{tenant, fallback}
 	}
 	rate := e.initialRate(tenant, class)
-	f = &Flow{Tenant: tenant, Class: class, bucket: qos.NewBucketClock(rate, chunk, e.cfg.Now)}
+	f = &Flow{Tenant: tenant, Class: class, meter: qos.NewMeter(rate, chunk, e.cfg.Now)}
 	f.rate.Store(math.Float64bits(rate))
 	e.fl[k] = f
 	e.perTenant[tenant]++
@@ -260,14 +258,14 @@ func (s *shaper) Reader(r io.Reader) io.Reader {
 	if s.next != nil {
 		r = s.next.Reader(r)
 	}
-	return &paced{r: r, s: s}
+	return s.f.meter.Reader(s.ctx, r, chunk)
 }
 
 func (s *shaper) Writer(w io.Writer) io.Writer {
 	if s.next != nil {
 		w = s.next.Writer(w)
 	}
-	return &paced{w: w, s: s}
+	return s.f.meter.Writer(s.ctx, w, chunk)
 }
 
 func (s *shaper) Done() {
@@ -277,56 +275,6 @@ func (s *shaper) Done() {
 			s.next.Done()
 		}
 	})
-}
-
-// pay waits for n bytes' tokens and counts them.
-func (s *shaper) pay(n int) error {
-	if n <= 0 {
-		return nil
-	}
-	start := time.Now()
-	err := s.f.bucket.WaitN(s.ctx, int64(n))
-	if d := time.Since(start); d > time.Millisecond {
-		s.f.waited.Add(int64(d))
-	}
-	s.f.served.Add(int64(n))
-	return err
-}
-
-// paced reads or writes through the flow's bucket, in chunks so that a
-// large write interleaves with other streams.
-type paced struct {
-	r io.Reader
-	w io.Writer
-	s *shaper
-}
-
-func (p *paced) Read(b []byte) (int, error) {
-	if len(b) > chunk {
-		b = b[:chunk]
-	}
-	n, err := p.r.Read(b)
-	if perr := p.s.pay(n); perr != nil && err == nil {
-		err = perr
-	}
-	return n, err
-}
-
-func (p *paced) Write(b []byte) (int, error) {
-	written := 0
-	for len(b) > 0 {
-		n := min(len(b), chunk)
-		if err := p.s.pay(n); err != nil {
-			return written, err
-		}
-		m, err := p.w.Write(b[:n])
-		written += m
-		if err != nil {
-			return written, err
-		}
-		b = b[n:]
-	}
-	return written, nil
 }
 
 // LastStep is when the controller last stepped.
@@ -366,7 +314,7 @@ func (e *Enforcer) Step() {
 	}
 	byTenant := map[string][]*Flow{}
 	for k, f := range e.fl {
-		served, waited := f.served.Load(), f.waited.Load()
+		served, waited := f.meter.Served(), int64(f.meter.Waited())
 		if served == f.lastServed && f.streams.Load() == 0 {
 			if f.idle++; f.idle >= idlePeriods {
 				delete(e.fl, k)
@@ -436,7 +384,7 @@ func (f *Flow) setRate(r float64) {
 		return
 	}
 	f.rate.Store(math.Float64bits(r))
-	f.bucket.SetRate(r)
+	f.meter.Bucket.SetRate(r)
 }
 
 // Measured is the flow's bandwidth over the last period.
@@ -452,7 +400,7 @@ func (e *Enforcer) Flows() []FlowStats {
 	out := make([]FlowStats, 0, len(e.fl))
 	for _, f := range e.fl {
 		st := FlowStats{Tenant: f.Tenant, Class: f.Class, Rate: f.Rate(), Measured: f.Measured(),
-			Served: f.served.Load(), Requests: f.admitted.Load(), Streams: f.streams.Load()}
+			Served: f.meter.Served(), Requests: f.admitted.Load(), Streams: f.streams.Load()}
 		if math.IsInf(st.Rate, 1) {
 			// JSON has no infinity.
 			st.Rate, st.Unlimited = 0, true

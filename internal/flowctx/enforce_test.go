@@ -57,7 +57,7 @@ func TestClassesAreSeparateFlows(t *testing.T) {
 	wg.Wait()
 	for class, want := range map[string]string{"compaction": "compaction", "flush": "flush", "": "fg"} {
 		f := flowOf(e, "t1", want)
-		if f == nil || f.served.Load() != n || f.admitted.Load() != 1 {
+		if f == nil || f.meter.Served() != n || f.admitted.Load() != 1 {
 			t.Fatalf("class %q: flow %s missing or miscounted", class, want)
 		}
 		// A bucket never lets more through than rate × time + burst:
@@ -118,9 +118,9 @@ func TestPriorityModeYieldsWithinOnePeriod(t *testing.T) {
 	}
 	// During the next period the background moves at most the floor's
 	// worth (plus one burst), whatever the machine's speed.
-	before, start := f.served.Load(), time.Now()
+	before, start := f.meter.Served(), time.Now()
 	time.Sleep(200 * time.Millisecond)
-	moved, secs := f.served.Load()-before, time.Since(start).Seconds()
+	moved, secs := f.meter.Served()-before, time.Since(start).Seconds()
 	if float64(moved) > floor*secs+2*chunk+floor*0.05 {
 		t.Fatalf("background moved %d bytes in %.2fs after yielding (floor %d B/s)", moved, secs, floor)
 	}

@@ -70,13 +70,11 @@ type flowKey struct {
 
 type flow struct {
 	key   flowKey
-	bytes *Bucket
+	bytes *Meter // bytes moved and time waited for byte tokens
 	ops   *Bucket
 
 	streams  atomic.Int64 // open now
 	peak     atomic.Int64 // most open at once this period
-	served   atomic.Int64 // bytes moved, cumulative
-	waitNs   atomic.Int64 // time streams waited for byte tokens, cumulative
 	opsDone  atomic.Int64 // admitted operations, cumulative
 	rejected atomic.Int64 // operations refused with SlowDown, cumulative
 
@@ -158,7 +156,7 @@ func (l *Limiter) Admit(ctx context.Context, tenant string, class Class) (*Strea
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		f.waitNs.Add(int64(wait))
+		f.bytes.waitNs.Add(int64(wait))
 	}
 	f.opsDone.Add(1)
 	n := f.streams.Add(1)
@@ -188,7 +186,7 @@ func (l *Limiter) flow(tenant string, class Class) *flow {
 	if f = l.flows[k]; f != nil {
 		return f
 	}
-	f = &flow{key: k, bytes: NewBucketClock(Unlimited, l.cfg.Chunk, l.cfg.Now), ops: NewBucketClock(Unlimited, 1, l.cfg.Now), rate: math.Inf(1), opsRate: math.Inf(1)}
+	f = &flow{key: k, bytes: NewMeter(Unlimited, l.cfg.Chunk, l.cfg.Now), ops: NewBucketClock(Unlimited, 1, l.cfg.Now), rate: math.Inf(1), opsRate: math.Inf(1)}
 	l.flows[k] = f
 	l.applyLocked(f, l.cfg.Now())
 	return f
@@ -210,7 +208,7 @@ func (l *Limiter) applyLocked(f *flow, now time.Time) {
 		source = SourceNone
 	}
 	if changed(f.rate, rate) {
-		f.bytes.SetRate(rate)
+		f.bytes.Bucket.SetRate(rate)
 		f.rate = rate
 	}
 	f.source = source
@@ -304,17 +302,7 @@ func (s *Stream) WaitBytes(ctx context.Context, n int64) error {
 	if s.f == nil {
 		return nil
 	}
-	if s.f.bytes.unlimited.Load() {
-		s.f.served.Add(n)
-		return nil
-	}
-	t0 := time.Now()
-	err := s.f.bytes.WaitN(ctx, n)
-	s.f.waitNs.Add(int64(time.Since(t0)))
-	if err == nil {
-		s.f.served.Add(n)
-	}
-	return err
+	return s.f.bytes.Pay(ctx, n)
 }
 
 // Reader shapes r: each read is paid for before it is returned.
@@ -322,92 +310,17 @@ func (s *Stream) Reader(r io.Reader) io.Reader {
 	if s.f == nil {
 		return r
 	}
-	return &shapedReader{s: s, r: r}
+	return s.f.bytes.Reader(s.ctx, r, s.chunk)
 }
 
 // Writer shapes w: each write is paid for, a chunk at a time, before it
-// is passed on.
+// is passed on; w's ReadFrom (sendfile) is kept while the flow is
+// unlimited.
 func (s *Stream) Writer(w io.Writer) io.Writer {
 	if s.f == nil {
 		return w
 	}
-	return &shapedWriter{s: s, w: w}
-}
-
-type shapedReader struct {
-	s *Stream
-	r io.Reader
-}
-
-func (r *shapedReader) Read(p []byte) (int, error) {
-	if len(p) > r.s.chunk {
-		p = p[:r.s.chunk]
-	}
-	n, err := r.r.Read(p)
-	if n > 0 {
-		if werr := r.s.WaitBytes(r.s.ctx, int64(n)); werr != nil {
-			return n, werr
-		}
-	}
-	return n, err
-}
-
-type shapedWriter struct {
-	s *Stream
-	w io.Writer
-}
-
-// readFromPiece is how much an unlimited flow hands to the destination's
-// ReadFrom at once: the rate is looked at again after each piece.
-const readFromPiece = 4 << 20
-
-// ReadFrom keeps the destination's fast path (sendfile for a file behind a
-// LimitedReader) for flows that are not limited, a piece at a time, and
-// paces chunk by chunk otherwise.
-func (w *shapedWriter) ReadFrom(r io.Reader) (int64, error) {
-	rf, ok := w.w.(io.ReaderFrom)
-	var total int64
-	var buf []byte
-	for {
-		if ok && w.s.f.bytes.unlimited.Load() {
-			n, err := rf.ReadFrom(&io.LimitedReader{R: r, N: readFromPiece})
-			total += n
-			w.s.f.served.Add(n)
-			if err != nil {
-				return total, err
-			}
-			if n < readFromPiece {
-				return total, nil
-			}
-			continue
-		}
-		if buf == nil {
-			buf = make([]byte, w.s.chunk)
-		}
-		// One chunk, paced by Write, then the rate is looked at again.
-		n, err := io.CopyBuffer(struct{ io.Writer }{w}, &io.LimitedReader{R: r, N: int64(w.s.chunk)}, buf)
-		total += n
-		if err != nil || n < int64(w.s.chunk) {
-			return total, err
-		}
-	}
-}
-
-func (w *shapedWriter) Write(p []byte) (int, error) {
-	var written int
-	for len(p) > 0 {
-		piece := p[:min(len(p), w.s.chunk)]
-		if err := w.s.WaitBytes(w.s.ctx, int64(len(piece))); err != nil {
-			return written, err
-		}
-		n, err := w.w.Write(piece)
-		written += n
-		if err != nil {
-			return written, err
-		}
-		p = p[n:]
-	}
-	return written, nil
+	return s.f.bytes.Writer(s.ctx, w, s.chunk)
 }
 
 // ErrDisabled is returned by calls that need enforcement when QoS is off.
@@ -477,7 +390,7 @@ func (l *Limiter) Report() NodeReport {
 	}
 	for k, f := range l.flows {
 		l.applyLocked(f, now)
-		c := counters{served: f.served.Load(), waitNs: f.waitNs.Load(), ops: f.opsDone.Load(), rejected: f.rejected.Load()}
+		c := counters{served: f.bytes.served.Load(), waitNs: f.bytes.waitNs.Load(), ops: f.opsDone.Load(), rejected: f.rejected.Load()}
 		d := counters{c.served - f.last.served, c.waitNs - f.last.waitNs, c.ops - f.last.ops, c.rejected - f.last.rejected}
 		f.last = c
 		active := f.streams.Load()

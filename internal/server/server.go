@@ -91,6 +91,11 @@ type Options struct {
 	// CacheDir is the caching filter's local fast disk; empty means
 	// DATA/cache (serve) or no object cache (gateway).
 	CacheDir string
+	// WasmCacheDir holds the compiled code of WASM filters, so that a
+	// restart loads rather than recompiles; empty means DATA/wasm/cache
+	// (serve) or a directory under the user's cache directory (gateway:
+	// a cache, not state), "off" none.
+	WasmCacheDir string
 	// TrashPurgeEvery is how often the recycle bin purges expired
 	// objects; 0 means every 10 minutes.
 	TrashPurgeEvery time.Duration
@@ -139,7 +144,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	if opts.stateless {
 		wasmDir = ""
 	}
-	sandbox, err := startWasm(ctx, wasmDir, store, func(f, reason string) { prom.FilterFailed(f, reason) }, logger)
+	sandbox, err := startWasm(ctx, wasmDir, opts.WasmCacheDir, store, func(f, reason string) { prom.FilterFailed(f, reason) }, logger)
 	if err != nil {
 		return fmt.Errorf("wasm filters: %w", err)
 	}
@@ -164,6 +169,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	if err := fleet.register(prom.Registry()); err != nil {
 		return fmt.Errorf("fleet metrics: %w", err)
 	}
+	prom.Registry().MustRegister(sandbox.rt.Collectors()...)
 	// metricFeed is where the workload-metric aggregator plugs in: with a
 	// feed, automation controllers run the dynamic policies.
 	metricFeed := work.feed()
@@ -180,6 +186,11 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("request classes: %w", err)
 	}
 	needs.e.Store(cr.enforcer)
+	var front s3api.QoS = cr.enforcer
+	if opts.QoS.Off {
+		// QoS off is no shaping stage at all: GETs keep sendfile.
+		front = nil
+	}
 	controllers, err := startControllers(ctx, policies, metricFeed, prom, logger, append(qr.globals(opts.NoControllers, work.bus, logger), cr.supervised())...)
 	if err != nil {
 		return fmt.Errorf("controllers: %w", err)
@@ -196,7 +207,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	}
 	s3 := s3api.New(s3api.Config{
 		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
-		Domains: opts.Domains, Region: opts.Region, QoS: cr.enforcer,
+		Domains: opts.Domains, Region: opts.Region, QoS: front,
 		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
 		Observer:       promexp.Multi(prom, work.observer()),
 		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash, Changes: reqStores.changes,
