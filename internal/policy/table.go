@@ -591,6 +591,29 @@ const maxStack = 64
 // lookups over precomputed views, evaluates object conditions, and
 // allocates only the returned steps.
 func (t *Table) Resolve(q Query) Resolution {
+	lists := t.lists(&q)
+	return t.resolve(lists[:], &q, false)
+}
+
+// MayResolve reports whether Resolve could return a step for q's target
+// and method whatever the object's size, content type and tags: entries
+// count without their conditions, and deletions are ignored (they only
+// remove). False means no filter of q.Method applies to any object at
+// that key, so a caller may act before it knows the object (the S3 front
+// end opens a GET before it has the object's metadata).
+func (t *Table) MayResolve(q Query) bool {
+	for _, l := range t.lists(&q) {
+		for _, e := range l {
+			if !e.del && !e.vol && e.methodOK(q.Method) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lists returns the precomputed entry lists that hold q's candidates.
+func (t *Table) lists(q *Query) [2][]*entry {
 	var lists [2][]*entry
 	if v, ok := t.objects[objectKey{q.Tenant, q.Bucket, q.Key}]; ok {
 		lists[0] = v
@@ -605,7 +628,7 @@ func (t *Table) Resolve(q Query) Resolution {
 			lists[1] = t.bare[q.Bucket]
 		}
 	}
-	return t.resolve(lists[:], &q, false)
+	return lists
 }
 
 // ResolveVolume returns the pipeline of a volume's block requests.

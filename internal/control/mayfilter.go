@@ -1,0 +1,15 @@
+package control
+
+import (
+	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/policy"
+)
+
+// MayFilter reports whether any filter could be in force for a request of
+// req.Method on req's target, whatever the object's size, type and
+// metadata (which req may not know yet). False lets the S3 front end
+// serve a GET from one backend read, opened before it has the object's
+// metadata.
+func (s *Service) MayFilter(req *filter.Request) bool {
+	return s.state.Load().table.MayResolve(policy.Query{Tenant: req.Tenant, Bucket: req.Bucket, Key: req.Key, Method: req.Method})
+}
