@@ -198,6 +198,8 @@ var routes = []route{
 	{http.MethodPut, "/volumes/{volume}/size", (*handler).resizeVolume},
 	{http.MethodPut, "/volumes/{volume}/throttle", (*handler).setVolumeThrottle},
 	{http.MethodPost, "/nbd/clients", (*handler).createNBDClient},
+	{http.MethodPost, "/nbd/psk", (*handler).createNBDPSK},
+	{http.MethodDelete, "/nbd/psk/{name}", (*handler).deleteNBDPSK},
 	{http.MethodGet, "/slos", (*handler).listSLOs},
 	{http.MethodGet, "/slos/{name}", (*handler).getSLO},
 	{http.MethodPut, "/slos/{name}", (*handler).putSLO},

@@ -22,6 +22,8 @@ type Volumes interface {
 	Volumes(ctx context.Context, tenant string) ([]block.VolumeStatus, error)
 	Volume(ctx context.Context, name string) (block.VolumeStatus, error)
 	ClientCert(ctx context.Context, tenant string) (block.ClientCert, error)
+	CreateClientPSK(ctx context.Context, tenant string) (block.ClientPSK, error)
+	DeleteClientPSK(ctx context.Context, tenant string) error
 }
 
 // NBDClientRequest is the body of POST /nbd/clients.
@@ -85,6 +87,10 @@ func volumeError(err error, r *http.Request) error {
 		return apiErr(http.StatusBadRequest, "InvalidReservation", detail(err, block.ErrInvalidReservation))
 	case errors.Is(err, block.ErrNoTLS):
 		return apiErr(http.StatusNotImplemented, "NotImplemented", block.ErrNoTLS.Error())
+	case errors.Is(err, meta.ErrNoNBDKey):
+		return apiErr(http.StatusNotFound, "NoSuchKey", detail(err, meta.ErrNoNBDKey))
+	case errors.Is(err, block.ErrNoPSKStore):
+		return apiErr(http.StatusNotImplemented, "NotImplemented", block.ErrNoPSKStore.Error())
 	case errors.Is(err, block.ErrVolumeBusy):
 		return apiErr(http.StatusConflict, "VolumeInUse", detail(err, block.ErrVolumeBusy))
 	case errors.Is(err, meta.ErrInvalidPool):
@@ -252,5 +258,36 @@ func (h *handler) createNBDClient(w http.ResponseWriter, r *http.Request) error 
 		return volumeError(err, r)
 	}
 	writeJSON(w, http.StatusCreated, cc)
+	return nil
+}
+
+// createNBDPSK creates (or replaces) a tenant's NBD TLS pre-shared key;
+// the key is in the answer and nowhere else.
+func (h *handler) createNBDPSK(w http.ResponseWriter, r *http.Request) error {
+	v, err := h.vols()
+	if err != nil {
+		return err
+	}
+	var req NBDClientRequest
+	if err := decodeBody(r, w, &req); err != nil {
+		return err
+	}
+	k, err := v.CreateClientPSK(r.Context(), req.Tenant)
+	if err != nil {
+		return volumeError(err, r)
+	}
+	writeJSON(w, http.StatusCreated, k)
+	return nil
+}
+
+func (h *handler) deleteNBDPSK(w http.ResponseWriter, r *http.Request) error {
+	v, err := h.vols()
+	if err != nil {
+		return err
+	}
+	if err := v.DeleteClientPSK(r.Context(), r.PathValue("name")); err != nil {
+		return volumeError(err, r)
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -164,7 +165,40 @@ func (o *options) volumeCommand() *cobra.Command {
 	}
 	cert.Flags().StringVar(&certDir, "dir", "", "directory to write the PEM files to")
 
-	cmd.AddCommand(create, throttle, cert, &cobra.Command{
+	var pskFile string
+	psk := &cobra.Command{
+		Use:   "client-psk TENANT [--file FILE]",
+		Short: "Create (or replace) a tenant's NBD TLS pre-shared key, the default way NBD clients authenticate: FILE gets the GnuTLS PSK line TENANT:HEXKEY (libnbd's tls-psk-file; qemu's tls-creds-psk reads DIR/keys.psk). The key is shown once.",
+		Args:  cobra.ExactArgs(1),
+		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
+			var k block.ClientPSK
+			if err := c.do(ctx, http.MethodPost, "/nbd/psk", admin.NBDClientRequest{Tenant: args[0]}, &k); err != nil {
+				return err
+			}
+			if pskFile == "" {
+				return p.done(k, k.PSKFile)
+			}
+			if err := os.WriteFile(pskFile, []byte(k.PSKFile), 0o600); err != nil {
+				return err
+			}
+			return p.done(map[string]string{"tenant": k.Tenant, "identity": k.Identity, "file": pskFile},
+				"NBD pre-shared key of "+k.Tenant+" (identity "+k.Identity+") written to "+pskFile)
+		}),
+	}
+	psk.Flags().StringVar(&pskFile, "file", "", "PSK file to write (mode 0600); without it the key is printed")
+	revokePSK := &cobra.Command{
+		Use:   "revoke-psk TENANT",
+		Short: "Revoke a tenant's NBD pre-shared key",
+		Args:  cobra.ExactArgs(1),
+		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
+			if err := c.do(ctx, http.MethodDelete, "/nbd/psk/"+url.PathEscape(args[0]), nil, nil); err != nil {
+				return err
+			}
+			return p.done(map[string]string{"tenant": args[0]}, "NBD pre-shared key of "+args[0]+" revoked")
+		}),
+	}
+
+	cmd.AddCommand(create, throttle, cert, psk, revokePSK, &cobra.Command{
 		Use:   "resize NAME SIZE",
 		Short: "Resize a volume on its pools",
 		Args:  cobra.ExactArgs(2),

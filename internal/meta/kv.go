@@ -37,13 +37,14 @@ const (
 	tblFilterBlobs   = "filter_blobs"   // blob key -> raw bytes (WASM modules, dependency files)
 	tblFilterDeps    = "filter_deps"    // dependency name -> dependencyRecord
 	tblContextRules  = "context_rules"  // tenant -> contextRulesRecord (request classes)
+	tblNBDKeys       = "nbd_keys"       // tenant -> nbdKeyRecord (NBD TLS pre-shared key, sealed)
 )
 
 var allTables = []string{
 	tblSystem, tblTenants, tblKeys, tblTenantKeys, tblBuckets, tblTenantBuckets,
 	tblGroups, tblPolicies, tblPolicyNames, tblSLOs, tblDataKeys, tblFilters, tblLeases,
 	tblPools, tblVolumes,
-	tblFilterBlobs, tblFilterDeps, tblContextRules,
+	tblFilterBlobs, tblFilterDeps, tblContextRules, tblNBDKeys,
 }
 
 // indexKey builds the composite key of an index table. Tenant names, access

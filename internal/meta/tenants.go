@@ -168,6 +168,11 @@ func (s *Store) DeleteTenant(ctx context.Context, name string) error {
 				return err
 			}
 		}
+		// Its NBD key goes too: a tenant created again under this name
+		// must not inherit it.
+		if err := tx.del(tblNBDKeys, name); err != nil {
+			return err
+		}
 		return tx.del(tblTenants, name)
 	})
 	s.forget(revoked...)

@@ -26,8 +26,9 @@ import (
 type BlockOptions struct {
 	// Addr is the NBD listen address; "" or "off" runs no block stage.
 	Addr string
-	// TLSDir holds the NBD TLS material (see block.LoadTLS); empty
-	// creates and uses DATA/nbd-tls.
+	// TLSDir holds the CA and server certificate of NBD's certificate
+	// mode (see block.LoadTLS); empty creates and uses DATA/nbd-tls.
+	// Pre-shared keys, the default, live in the metadata store.
 	TLSDir string
 	// Ready, when set, is called with the NBD address once it listens.
 	Ready func(addr string)
@@ -92,7 +93,9 @@ func startBlock(ctx context.Context, opts Options, store *meta.Store, policies b
 		}
 	}
 	plain := func(p nbd.Peer) bool { return p.Loopback && !bo.RequireTLS }
-	srv := nbd.New(nbd.Config{Exports: mgr, TLS: tlsCfg, Logger: log, PlainAllowed: plain})
+	// STARTTLS: tenants' pre-shared keys (TLS 1.3 PSK), and the CA's
+	// client certificates for clients that offer no PSK.
+	srv := nbd.New(nbd.Config{Exports: mgr, TLS: mgr.NBDTLS(tlsCfg), Logger: log, PlainAllowed: plain})
 	bctx, stop := context.WithCancel(ctx)
 	st := &blockStage{mgr: mgr, done: make(chan struct{}), stop: stop}
 	go mgr.Run(bctx)
@@ -100,7 +103,7 @@ func startBlock(ctx context.Context, opts Options, store *meta.Store, policies b
 		st.err = srv.Serve(bctx, ln)
 		close(st.done)
 	}()
-	log.Info("nbd listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
+	log.Info("nbd listening", "addr", ln.Addr().String(), "tls", "psk", "client_certificates", tlsCfg != nil)
 	if bo.Ready != nil {
 		bo.Ready(ln.Addr().String())
 	}

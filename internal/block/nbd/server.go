@@ -2,7 +2,6 @@ package nbd
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -39,8 +38,8 @@ type Peer struct {
 	Addr     net.Addr
 	Loopback bool
 	// TLS is set once STARTTLS completed; Identity is then the
-	// authenticated identity (the tenant named by the client
-	// certificate's common name).
+	// authenticated identity (the tenant whose PSK the client holds, or
+	// the common name of its client certificate).
 	TLS      bool
 	Identity string
 }
@@ -78,12 +77,18 @@ type Exports interface {
 	Open(ctx context.Context, name string, peer Peer) (Device, ExportInfo, error)
 }
 
+// TLS upgrades a connection once STARTTLS is acknowledged and names the
+// authenticated peer (tlspsk.Server).
+type TLS interface {
+	Handshake(ctx context.Context, nc net.Conn) (net.Conn, string, error)
+}
+
 // Config assembles a Server.
 type Config struct {
 	Exports Exports
-	// TLS enables STARTTLS. It should ask for and verify client
-	// certificates; Identity is the verified certificate's common name.
-	TLS *tls.Config
+	// TLS enables STARTTLS; the identity it authenticates becomes
+	// Peer.Identity.
+	TLS TLS
 	// PlainAllowed reports whether a peer may skip TLS; nil allows
 	// loopback peers only.
 	PlainAllowed func(Peer) bool
@@ -337,15 +342,16 @@ func (c *conn) handshake(ctx context.Context) (Device, ExportInfo, error) {
 }
 
 func (c *conn) startTLS(ctx context.Context) error {
-	tc := tls.Server(c.nc, c.s.cfg.TLS)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	tc, id, err := c.s.cfg.TLS.Handshake(ctx, c.nc)
+	if err != nil {
+		// Refused credentials are worth an operator's eye; the error
+		// names the identity, never a key.
+		c.s.log.Warn("nbd STARTTLS failed", "peer", c.peer.Addr, "err", err)
 		return fmt.Errorf("TLS handshake: %w", err)
 	}
 	c.rw = tc
 	c.peer.TLS = true
-	if st := tc.ConnectionState(); len(st.PeerCertificates) > 0 {
-		c.peer.Identity = st.PeerCertificates[0].Subject.CommonName
-	}
+	c.peer.Identity = id
 	return nil
 }
 

@@ -224,7 +224,12 @@ func (q *replyQueue) reply(handle uint64, code uint32, data []byte) {
 		batch, owned := q.pending, q.owned
 		q.pending, q.owned = nil, nil
 		q.mu.Unlock()
-		_, err := batch.WriteTo(q.c.rw)
+		var err error
+		if bw, ok := q.c.rw.(buffersWriter); ok {
+			_, err = bw.WriteBuffers(batch)
+		} else {
+			_, err = batch.WriteTo(q.c.rw)
+		}
 		for _, b := range owned {
 			q.c.s.bufs.put(b)
 		}
@@ -240,6 +245,13 @@ func (q *replyQueue) reply(handle uint64, code uint32, data []byte) {
 	q.pending, q.owned = nil, nil
 	q.writing = false
 	q.mu.Unlock()
+}
+
+// buffersWriter is a connection that packs several buffers into its own
+// framing (a TLS connection fills records across reply boundaries rather
+// than sealing every 16-byte reply header as a record of its own).
+type buffersWriter interface {
+	WriteBuffers(v [][]byte) (int64, error)
 }
 
 func (q *replyQueue) failed() error {

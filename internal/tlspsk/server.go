@@ -1,0 +1,330 @@
+package tlspsk
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdh"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// ErrUnknownIdentity is what Config.Key returns for an identity it has
+// no key for.
+var ErrUnknownIdentity = errors.New("tls-psk: unknown PSK identity")
+
+// Config configures a Server.
+type Config struct {
+	// Key returns the key of a PSK identity, or ErrUnknownIdentity.
+	// Other errors abort the handshake with internal_error.
+	Key func(ctx context.Context, identity string) ([]byte, error)
+	// Fallback, when set, takes over connections whose ClientHello
+	// offers no PSK: a crypto/tls server (certificates). Its verified
+	// client certificate's common name is then the identity.
+	Fallback *tls.Config
+}
+
+// Server runs TLS-PSK handshakes.
+type Server struct{ cfg Config }
+
+// NewServer returns a server.
+func NewServer(cfg Config) *Server { return &Server{cfg: cfg} }
+
+// maxIdentities bounds the identities one ClientHello may make the
+// server look up.
+const maxIdentities = 8
+
+// maxSkippedEarlyData bounds the 0-RTT bytes skipped unread.
+const maxSkippedEarlyData = 1 << 20
+
+// Handshake runs the server side of a handshake on nc, whose ClientHello
+// is the next thing on the wire, and returns the protected connection and
+// the client's identity. On failure the client has been sent an alert
+// and nc is left to the caller to close. Cancelling ctx aborts a
+// handshake in progress.
+func (s *Server) Handshake(ctx context.Context, nc net.Conn) (net.Conn, string, error) {
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	c := newConn(nc)
+	hello, raw, err := c.readClientHello()
+	if err != nil {
+		return nil, "", c.handshakeFailed(ctx, err)
+	}
+	if !hello.hasPSK && s.cfg.Fallback != nil {
+		return s.fallback(ctx, nc, io.MultiReader(bytes.NewReader(raw), c.r))
+	}
+	if err := s.serverHandshake(ctx, c, hello); err != nil {
+		return nil, "", c.handshakeFailed(ctx, err)
+	}
+	return c, c.identity, nil
+}
+
+func (c *Conn) handshakeFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("tls-psk handshake: %w", ctx.Err())
+	}
+	c.fail(err)
+	return fmt.Errorf("tls-psk handshake: %w", err)
+}
+
+// readClientHello reads the plaintext records that carry the ClientHello
+// and returns it with the raw records, for a fallback to replay them.
+func (c *Conn) readClientHello() (*clientHello, []byte, error) {
+	var raw []byte
+	for {
+		hdr, body, err := c.readRecord()
+		if err != nil {
+			return nil, nil, err
+		}
+		if hdr[0] != typeHandshake {
+			return nil, nil, alertf(alertUnexpectedMessage, "record of type %d before the ClientHello", hdr[0])
+		}
+		raw = append(append(raw, hdr...), body...)
+		c.in.hs = append(c.in.hs, body...)
+		msg, err := c.nextHandshake(1 << 16)
+		if err != nil {
+			return nil, nil, err
+		}
+		if msg == nil {
+			continue
+		}
+		if len(c.in.hs) != 0 {
+			return nil, nil, alertf(alertUnexpectedMessage, "data after the ClientHello in its record")
+		}
+		ch, err := parseClientHello(msg)
+		return ch, raw, err
+	}
+}
+
+// serverHandshake answers a ClientHello that offers PSKs.
+func (s *Server) serverHandshake(ctx context.Context, c *Conn, ch *clientHello) error {
+	switch {
+	case !ch.offersTLS13():
+		return alertf(alertProtocolVersion, "client does not offer TLS 1.3 (only TLS 1.3 PSK is served)")
+	case len(ch.compression) != 1 || ch.compression[0] != 0:
+		return alertf(alertIllegalParameter, "TLS 1.3 ClientHello with compression methods %x", ch.compression)
+	case !ch.hasPSK:
+		return alertf(alertHandshakeFailure, "client offers no pre-shared key")
+	case !ch.hasModes:
+		return alertf(alertMissingExtension, "pre_shared_key without psk_key_exchange_modes")
+	}
+	var st *suite
+	for i := range suites {
+		for _, id := range ch.suites {
+			if id == suites[i].id && st == nil {
+				st = &suites[i]
+			}
+		}
+	}
+	if st == nil {
+		return alertf(alertHandshakeFailure, "no common cipher suite (TLS_AES_128_GCM_SHA256 or TLS_CHACHA20_POLY1305_SHA256 needed)")
+	}
+
+	// The first identity we know; its binder proves the key.
+	chHash := sumOf(ch.truncated)
+	var (
+		sched *schedule
+		index int
+	)
+	for i, id := range ch.identities {
+		if i == maxIdentities {
+			break
+		}
+		key, err := s.cfg.Key(ctx, string(id.identity))
+		if errors.Is(err, ErrUnknownIdentity) {
+			continue
+		}
+		if err != nil {
+			return &AlertError{Alert: alertInternalError, Msg: fmt.Sprintf("looking up PSK identity %q: %v", id.identity, err)}
+		}
+		sched = newSchedule(key)
+		if !hmac.Equal(sched.binder(labelExtBinder, chHash), ch.binders[i]) {
+			// RFC 8446 §4.2.11: a binder that does not validate aborts.
+			return alertf(alertDecryptError, "PSK binder of identity %q does not verify: the client's key is not this identity's", id.identity)
+		}
+		c.identity, index = string(id.identity), i
+		break
+	}
+	if sched == nil {
+		// decrypt_error rather than unknown_psk_identity, as RFC 8446
+		// §6.2 allows: a client learns nothing about which names exist.
+		return alertf(alertDecryptError, "no known PSK identity among %q", identityNames(ch.identities))
+	}
+
+	// psk_dhe_ke when a share of ours is there, else psk_ke if allowed.
+	var shared []byte
+	var share *keyShare
+	if ch.allowsMode(modePSKDHE) {
+		for _, g := range []struct {
+			id    uint16
+			curve ecdh.Curve
+		}{{groupX25519, ecdh.X25519()}, {groupSecp256r1, ecdh.P256()}} {
+			data := ch.share(g.id)
+			if data == nil {
+				continue
+			}
+			peer, err := g.curve.NewPublicKey(data)
+			if err != nil {
+				return alertf(alertIllegalParameter, "invalid key share for group %#04x", g.id)
+			}
+			priv, err := g.curve.GenerateKey(rand.Reader)
+			if err != nil {
+				return &AlertError{Alert: alertInternalError, Msg: err.Error()}
+			}
+			if shared, err = priv.ECDH(peer); err != nil {
+				return alertf(alertIllegalParameter, "key share for group %#04x: %v", g.id, err)
+			}
+			share = &keyShare{group: g.id, data: priv.PublicKey().Bytes()}
+			c.group = g.id
+			break
+		}
+	}
+	if share == nil && !ch.allowsMode(modePSK) {
+		return alertf(alertHandshakeFailure, "psk_dhe_ke without a key share for x25519 or secp256r1 (HelloRetryRequest is not implemented)")
+	}
+	c.suite = st.id
+
+	transcript := newHash()
+	transcript.Write(ch.raw)
+	random := make([]byte, 32)
+	rand.Read(random)
+	sh := serverHello(random, ch.sessionID, st.id, uint16(index), share)
+	transcript.Write(sh)
+	out := c.out.hc.appendRecord(nil, typeHandshake, sh)
+	if len(ch.sessionID) > 0 {
+		// Middlebox compatibility (RFC 8446 §D.4): a client that sent a
+		// session id expects a change_cipher_spec before our first
+		// protected record.
+		out = append(out, typeChangeCipherSpec, 3, 3, 0, 1, 1)
+	}
+	sched.setShared(shared)
+	clientHS, serverHS := sched.handshakeSecrets(transcript.Sum(nil))
+	if err := c.out.hc.setSecret(st, serverHS); err != nil {
+		return err
+	}
+	if err := c.in.hc.setSecret(st, clientHS); err != nil {
+		return err
+	}
+	ee := handshakeMsg(msgEncryptedExtensions, []byte{0, 0})
+	transcript.Write(ee)
+	fin := handshakeMsg(msgFinished, finishedMAC(serverHS, transcript.Sum(nil)))
+	transcript.Write(fin)
+	out = c.out.hc.appendRecord(out, typeHandshake, append(ee, fin...))
+	if _, err := c.nc.Write(out); err != nil {
+		return err
+	}
+	thServerFinished := transcript.Sum(nil)
+	clientApp, serverApp := sched.appSecrets(thServerFinished)
+	if err := c.out.hc.setSecret(st, serverApp); err != nil {
+		return err
+	}
+
+	msg, err := c.readClientFinished(ch.earlyData)
+	if err != nil {
+		return err
+	}
+	if msg[0] != msgFinished {
+		return alertf(alertUnexpectedMessage, "handshake message %d where the client Finished was expected", msg[0])
+	}
+	if !hmac.Equal(msg[4:], finishedMAC(clientHS, thServerFinished)) {
+		return alertf(alertDecryptError, "client Finished does not verify")
+	}
+	if len(c.in.hs) != 0 {
+		return alertf(alertUnexpectedMessage, "data after the client Finished in its record")
+	}
+	return c.in.hc.setSecret(st, clientApp)
+}
+
+// readClientFinished reads the client's second flight: an optional
+// change_cipher_spec, then its Finished. Offered 0-RTT data, which we
+// never accept, fails to decrypt under the handshake key and is skipped.
+func (c *Conn) readClientFinished(earlyData bool) ([]byte, error) {
+	skipped, ccs := 0, false
+	for {
+		hdr, body, err := c.readRecord()
+		if err != nil {
+			return nil, err
+		}
+		switch hdr[0] {
+		case typeChangeCipherSpec:
+			if ccs || len(body) != 1 || body[0] != 1 || len(c.in.hs) != 0 {
+				return nil, alertf(alertUnexpectedMessage, "unexpected change_cipher_spec")
+			}
+			ccs = true
+			continue
+		case typeAlert:
+			return nil, alertFromPeer(body)
+		case typeApplicationData:
+		default:
+			return nil, alertf(alertUnexpectedMessage, "unprotected record of type %d after the ServerHello", hdr[0])
+		}
+		seq := c.in.hc.seq
+		typ, content, err := c.in.hc.open(hdr, body)
+		if err != nil && earlyData && seq == 0 && skipped+len(body) <= maxSkippedEarlyData {
+			skipped += len(body)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		earlyData = false
+		switch typ {
+		case typeAlert:
+			return nil, alertFromPeer(content)
+		case typeHandshake:
+		default:
+			return nil, alertf(alertUnexpectedMessage, "record of type %d before the client Finished", typ)
+		}
+		c.in.hs = append(c.in.hs, content...)
+		msg, err := c.nextHandshake(hashLen)
+		if err != nil {
+			return nil, err
+		}
+		if msg != nil {
+			if len(msg) != 4+hashLen {
+				return nil, alertf(alertDecodeError, "client Finished of %d bytes", len(msg)-4)
+			}
+			return msg, nil
+		}
+	}
+}
+
+// fallback hands a connection without PSK to crypto/tls.
+func (s *Server) fallback(ctx context.Context, nc net.Conn, r io.Reader) (net.Conn, string, error) {
+	tc := tls.Server(&replayConn{Conn: nc, r: r}, s.cfg.Fallback)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, "", fmt.Errorf("tls handshake (certificates): %w", err)
+	}
+	var id string
+	if st := tc.ConnectionState(); len(st.PeerCertificates) > 0 {
+		id = st.PeerCertificates[0].Subject.CommonName
+	}
+	return tc, id, nil
+}
+
+// replayConn reads bytes already consumed before the rest of the stream.
+type replayConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *replayConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func sumOf(b []byte) []byte {
+	h := newHash()
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+func identityNames(ids []pskIdentity) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, string(id.identity))
+	}
+	return out
+}
