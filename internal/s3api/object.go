@@ -287,6 +287,9 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 		if err != nil {
 			return storageErr(err, bucket, key)
 		}
+		if tp := s.getTransformsFor(req, info); !tp.Empty() {
+			return s.serveTransformed(w, req, info, tp, partNumber, withBody)
+		}
 		if err := evalConditions(req.Header, info, ""); err != nil {
 			if s3e := s3err.As(err); s3e.Code.Status == http.StatusNotModified {
 				w.Header().Set("ETag", quoteETag(info.Meta.ETag))

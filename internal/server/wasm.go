@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,20 +14,46 @@ import (
 )
 
 // wasmFilters is a gateway's sandboxed filter runtime: wazero with its
-// on-disk compilation cache (under the data directory, so a restart does
-// not recompile), and the catalog that loads the modules registered in
-// the metadata store.
+// on-disk compilation cache, so a restart does not recompile, and the
+// catalog that loads the modules registered in the metadata store.
 type wasmFilters struct {
 	rt      *wasm.Runtime
 	catalog *wasm.Catalog
 }
 
-func startWasm(ctx context.Context, dataDir string, store wasm.Store, onFailure func(filter, reason string), logger *slog.Logger) (*wasmFilters, error) {
-	var cacheDir, depsDir string
+// wasmCacheOff is the --wasm-cache-dir value that keeps compiled code in
+// memory only.
+const wasmCacheOff = "off"
+
+// wasmCacheDir resolves where compiled modules are kept: the configured
+// directory, else DATA/wasm/cache when the node has a data directory,
+// else (a stateless gateway) the user's cache directory or, without one,
+// the temporary directory. Gateways hold no state, but a compilation
+// cache is not state: it is checked (wazero refuses an entry of another
+// version or a corrupt one and recompiles) and may be lost at any time.
+func wasmCacheDir(dataDir, configured string) string {
+	switch {
+	case configured == wasmCacheOff:
+		return ""
+	case configured != "":
+		return configured
+	case dataDir != "":
+		return filepath.Join(dataDir, "wasm", "cache")
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "facet", "wasm")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("facet-wasm-cache-%d", os.Getuid()))
+}
+
+func startWasm(ctx context.Context, dataDir, cacheDir string, store wasm.Store, onFailure func(filter, reason string), logger *slog.Logger) (*wasmFilters, error) {
+	var depsDir string
 	if dataDir != "" {
-		cacheDir, depsDir = filepath.Join(dataDir, "wasm", "cache"), filepath.Join(dataDir, "wasm", "deps")
+		depsDir = filepath.Join(dataDir, "wasm", "deps")
+	}
+	if cacheDir = wasmCacheDir(dataDir, cacheDir); cacheDir != "" {
 		if err := os.MkdirAll(cacheDir, 0o700); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("compilation cache: %w", err)
 		}
 	}
 	rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: cacheDir, Logger: logger, OnFailure: onFailure})

@@ -86,6 +86,9 @@ func startCluster(t *testing.T, opts clusterOptions) *cluster {
 		"FACET_META=" + c.redis.url(), "FACET_BUS=nats://" + busAddr, "FACET_BACKEND=" + c.backend.URL(opts.Prefix),
 		"FACET_MASTER_KEY=" + base64.StdEncoding.EncodeToString(mk), "FACET_ADMIN_TOKEN=" + c.token,
 		"FACET_METRICS_PERIOD=1s",
+		// The fleet's gateways share one compilation cache for WASM
+		// filters, as gateways of one host do (not the user's own).
+		"FACET_WASM_CACHE_DIR=" + t.TempDir(),
 	}, opts.Env...)
 	for i := range opts.Controllers {
 		c.controllers = append(c.controllers, startController(t, fmt.Sprintf("c%d", i+1), c.env))

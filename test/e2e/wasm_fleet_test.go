@@ -92,3 +92,62 @@ func TestWasmFleet(t *testing.T) {
 		}
 	}
 }
+
+// TestWasmGatewayCompilationCache: a stateless gateway keeps compiled
+// modules in its compilation cache directory (a cache, not state), and a
+// gateway started again on it loads the module rather than compiling it:
+// counted by facet_wasm_modules_total{source}, not timed.
+func TestWasmGatewayCompilationCache(t *testing.T) {
+	cacheDir := t.TempDir()
+	c := startCluster(t, clusterOptions{Env: []string{"FACET_WASM_CACHE_DIR=" + cacheDir}})
+	gw := c.gw[0]
+	tenant := "wcache" + randHex(3)
+	cr := gw.createTenant(t, tenant)
+	bucket := "wcache-" + randHex(4)
+	mkBucket(t, gw.sdk(cr), bucket)
+	name := "up_" + randHex(3)
+	if out, err := gw.ctl(t, "filter", "create", name, "--wasm", wasmModule(t, "uppercase"), "--methods", "GET",
+		"--stages", "gateway", "--owner", tenant, "-o", "json"); err != nil {
+		t.Fatalf("filter create: %v %s", err, out)
+	}
+	gw.policyAdd(t, fmt.Sprintf("FOR BUCKET %s/%s DO SET %s", tenant, bucket, name))
+	putBytes(t, gw.sdk(cr), bucket, "k", []byte("shout this"))
+	if got, _ := getBytes(t, gw.sdk(cr), bucket, "k"); string(got) != "SHOUT THIS" {
+		t.Fatalf("GET through the uppercase filter: %q", got)
+	}
+	compiled := func(s *server, source string) float64 {
+		v, ok := s.metricValue(t, fmt.Sprintf(`facet_wasm_modules_total{source=%q}`, source))
+		if !ok {
+			t.Fatalf("no facet_wasm_modules_total{source=%q} in /metrics", source)
+		}
+		return v
+	}
+	if n := compiled(gw, "compiled"); n < 1 {
+		t.Fatalf("the first gateway compiled %v modules", n)
+	}
+	entries := 0
+	_ = filepath.WalkDir(cacheDir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			entries++
+		}
+		return nil
+	})
+	if entries == 0 {
+		t.Fatalf("nothing was written into the compilation cache %s", cacheDir)
+	}
+
+	// The gateway goes; another starts on the same host (same cache).
+	if _, err := gw.terminate(30 * time.Second); err != nil {
+		t.Fatalf("stopping the gateway: %v", err)
+	}
+	gw2 := c.addGateway(t)
+	if got, _ := getBytes(t, gw2.sdk(cr), bucket, "k"); string(got) != "SHOUT THIS" {
+		t.Fatalf("GET through the restarted gateway: %q", got)
+	}
+	if n := compiled(gw2, "compiled"); n != 0 {
+		t.Fatalf("the restarted gateway compiled %v modules; want all from its cache", n)
+	}
+	if n := compiled(gw2, "cache"); n < 1 {
+		t.Fatalf("the restarted gateway loaded %v modules from its cache", n)
+	}
+}

@@ -289,3 +289,98 @@ def test_64_concurrent_invocations(server, tenant, s3):
         results = list(ex.map(one, range(64)))
     assert all(results), results.count(False)
     print(f"64 concurrent PUT+GET through a WASM xor: {time.monotonic() - start:.2f} s")
+
+
+def test_get_only_redaction_masks_reads_and_stores_clear_text(server, tenant, s3):
+    """A one-way filter declared for GET rewrites what is read, not what is
+    stored: the bucket keeps the clear text, every GET returns it masked."""
+    name = uniq("redactget")
+    create_filter(server, name, "redact", "--methods", "GET", "--stages", "gateway",
+                  "--doc", "masks e-mail addresses and card numbers on reads")
+    b = new_bucket(s3)
+    policy(server, f"FOR BUCKET {tenant['tenant']}/{b} DO SET {name}")
+    marker = uuid.uuid4().hex
+    text = f"order {marker} by alice@example.com paid with 4111 1111 1111 1111\nno secrets here\n".encode()
+    masked = f"order {marker} by [email] paid with [card]\nno secrets here\n".encode()
+    put = s3.put_object(Bucket=b, Key="orders.txt", Body=text)
+
+    got = s3.get_object(Bucket=b, Key="orders.txt")
+    assert got["Body"].read() == masked
+    hdrs = got["ResponseMetadata"]["HTTPHeaders"]
+    assert hdrs["x-facet-transform"] == name
+    # The stored object's ETag describes the clear text, not what was sent.
+    assert got["ETag"] != put["ETag"]
+    # The whole output fit in the read-ahead: its exact length is sent.
+    assert int(hdrs["content-length"]) == len(masked)
+    # The stored object stays clear: on disk, and its listed size.
+    assert stored_files_containing(server, b"alice@example.com paid with 4111"), "the clear text is not on disk"
+    assert s3.list_objects_v2(Bucket=b)["Contents"][0]["Size"] == len(text)
+
+    # HEAD runs no filter: no length it could not honour, the same ETag.
+    head = s3.head_object(Bucket=b, Key="orders.txt")
+    assert head["ETag"] == got["ETag"]
+    assert "content-length" not in head["ResponseMetadata"]["HTTPHeaders"] or \
+        head["ResponseMetadata"]["HTTPHeaders"]["content-length"] != str(len(text))
+    # Conditional GETs compare with the transformed ETag.
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=b, Key="orders.txt", IfNoneMatch=got["ETag"])
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 304
+    assert s3.get_object(Bucket=b, Key="orders.txt", IfMatch=got["ETag"])["Body"].read() == masked
+
+    # A range applies to the transformed stream.
+    r = s3.get_object(Bucket=b, Key="orders.txt", Range="bytes=39-52")
+    assert r["Body"].read() == masked[39:53], masked[39:53]
+    assert r["ContentRange"] == "bytes 39-52/*"
+    r = s3.get_object(Bucket=b, Key="orders.txt", Range=f"bytes={len(masked) - 5}-")
+    assert r["Body"].read() == masked[-5:]
+    assert r["ContentRange"] == f"bytes {len(masked) - 5}-{len(masked) - 1}/*"
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=b, Key="orders.txt", Range=f"bytes={len(masked)}-{len(masked) + 10}")
+    assert e.value.response["Error"]["Code"] == "InvalidRange"
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=b, Key="orders.txt", Range="bytes=-10")
+    assert e.value.response["Error"]["Code"] == "NotImplemented"
+    assert "suffix range" in e.value.response["Error"]["Message"]
+
+    # Another bucket of the tenant is not touched.
+    plain = new_bucket(s3)
+    s3.put_object(Bucket=plain, Key="orders.txt", Body=text)
+    assert s3.get_object(Bucket=plain, Key="orders.txt")["Body"].read() == text
+
+
+def test_get_transform_streams_large_objects_chunked(server, tenant, s3):
+    """Uppercase on GET over an object far larger than the read-ahead: sent
+    chunked, with ranges anywhere in it, and a failing module's error."""
+    name = uniq("upget")
+    create_filter(server, name, "uppercase", "--methods", "GET", "--stages", "storage")
+    b = new_bucket(s3)
+    policy(server, f"FOR BUCKET {tenant['tenant']}/{b} DO SET {name}")
+    rnd = random.Random(11)
+    body = bytes(rnd.choice(b"abcdefghij \n") for _ in range(3 << 20))
+    s3.put_object(Bucket=b, Key="big.txt", Body=body)
+    got = s3.get_object(Bucket=b, Key="big.txt")
+    hdrs = got["ResponseMetadata"]["HTTPHeaders"]
+    assert hdrs.get("transfer-encoding") == "chunked" and "content-length" not in hdrs, hdrs
+    assert got["Body"].read() == body.upper()
+    lo, hi = 2_000_000, 2_900_000
+    r = s3.get_object(Bucket=b, Key="big.txt", Range=f"bytes={lo}-{hi}")
+    assert r["Body"].read() == body[lo:hi + 1].upper()
+    assert r["ContentRange"] == f"bytes {lo}-{hi}/*" and r["ContentLength"] == hi - lo + 1
+    # An open range past the read-ahead cannot name its last byte.
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=b, Key="big.txt", Range="bytes=100-")
+    assert e.value.response["Error"]["Code"] == "NotImplemented"
+    # The stored object is the lower-case original.
+    assert stored_files_containing(server, body[-64:])
+
+    # A GET filter that fails at once is an S3 error naming it.
+    bad = uniq("hostileget")
+    create_filter(server, bad, "hostile", "--methods", "GET", "--stages", "gateway", "--owner", tenant["tenant"],
+                  "--param", "mode:string:", "--param", "arg:string:")
+    b2 = new_bucket(s3)
+    s3.put_object(Bucket=b2, Key="x", Body=b"some input " * 100)
+    policy(server, f"FOR BUCKET {tenant['tenant']}/{b2} DO SET {bad} WITH mode=trap")
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=b2, Key="x")
+    err = e.value.response["Error"]
+    assert err["Code"] == "FilterFailed" and bad in err["Message"] and "trapped" in err["Message"], err
