@@ -238,15 +238,10 @@ func (s *Server) deleteObjects(w http.ResponseWriter, req *request) error {
 			res.Errors = append(res.Errors, deleteErrorXML{Key: o.Key, Code: e.Code.Name, Message: e.Code.Message})
 			continue
 		}
-		if err := s.keepDeleted(req, req.target.bucket, o.Key); err != nil {
-			e := s3err.As(err)
-			res.Errors = append(res.Errors, deleteErrorXML{Key: o.Key, Code: e.Code.Name, Message: e.Code.Message})
-			continue
-		}
-		err := s.backend.DeleteObject(req.Context(), req.target.bucket, o.Key)
+		err := s.deleteKept(req, req.target.bucket, o.Key)
 		s.changed(req.target.bucket, o.Key)
 		if err != nil {
-			e := s3err.As(storageErr(err, req.target.bucket, o.Key))
+			e := s3err.As(err)
 			res.Errors = append(res.Errors, deleteErrorXML{Key: o.Key, Code: e.Code.Name, Message: e.Code.Message})
 			continue
 		}

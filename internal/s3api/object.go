@@ -426,13 +426,10 @@ func partRange(info storage.ObjectInfo, n int) (*storage.Range, error) {
 }
 
 func (s *Server) deleteObject(w http.ResponseWriter, req *request) error {
-	if err := s.keepDeleted(req, req.target.bucket, req.target.key); err != nil {
-		return err
-	}
-	err := s.backend.DeleteObject(req.Context(), req.target.bucket, req.target.key)
+	err := s.deleteKept(req, req.target.bucket, req.target.key)
 	s.changed(req.target.bucket, req.target.key)
 	if err != nil {
-		return storageErr(err, req.target.bucket, req.target.key)
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

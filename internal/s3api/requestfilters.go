@@ -46,10 +46,14 @@ func (s *Server) changed(bucket, key string) {
 	}
 }
 
-// Trash keeps deleted objects for the recycle bin
-// (internal/filter/trash.Store).
+// Trash is the recycle bin (internal/filter/trash.Store). Delete deletes
+// an object and keeps exactly the version it deleted for keepFor (a PUT
+// racing the DELETE is kept, or stays); it fails rather than delete a
+// version it did not keep, with an error that Busy recognises when the
+// object kept changing under its copy.
 type Trash interface {
-	Keep(ctx context.Context, tenant, bucket, key string, keepFor time.Duration) error
+	Delete(ctx context.Context, tenant, bucket, key string, keepFor time.Duration) error
+	Busy(err error) bool
 }
 
 type cacher interface {
@@ -294,24 +298,23 @@ func (h *putHooks) committed(info storage.ObjectInfo) {
 	}(h.fill, versionOf(info))
 }
 
-// keepDeleted hands an object about to be deleted to the recycle bin when
-// one is in force for it. A missing object has nothing to keep.
-func (s *Server) keepDeleted(req *request, bucket, key string) error {
-	if s.trash == nil {
-		return nil
-	}
-	freq := req.filterRequest(filter.MethodDelete, -1, storage.ObjectMeta{})
-	freq.Bucket, freq.Key = bucket, key
-	if s.reqFilters == nil {
-		return nil
-	}
-	for _, st := range s.reqFilters.ForRequest(freq).Steps {
-		if k, ok := st.Filter.(keeper); ok {
-			if err := s.trash.Keep(req.Context(), req.tenant, bucket, key, k.KeepFor()); err != nil && !errors.Is(err, storage.ErrObjectNotFound) {
+// deleteKept deletes bucket/key for a DELETE: through the recycle bin
+// when one is in force for it, which keeps the version it deletes. A
+// missing object is no error.
+func (s *Server) deleteKept(req *request, bucket, key string) error {
+	if s.trash != nil && s.reqFilters != nil {
+		freq := req.filterRequest(filter.MethodDelete, -1, storage.ObjectMeta{})
+		freq.Bucket, freq.Key = bucket, key
+		for _, st := range s.reqFilters.ForRequest(freq).Steps {
+			if k, ok := st.Filter.(keeper); ok {
+				err := s.trash.Delete(req.Context(), req.tenant, bucket, key, k.KeepFor())
+				if err != nil && s.trash.Busy(err) {
+					// Retryable: the SDKs retry SlowDown by themselves.
+					return &s3err.Error{Code: s3err.SlowDown, Bucket: bucket, Key: key, Message: "The object kept changing while the recycle bin copied it; it was not deleted. Retry.", Err: err}
+				}
 				return storageErr(err, bucket, key)
 			}
-			return nil
 		}
 	}
-	return nil
+	return storageErr(s.backend.DeleteObject(req.Context(), bucket, key), bucket, key)
 }

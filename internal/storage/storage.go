@@ -26,6 +26,9 @@ var (
 	// ErrUnavailable means the place bytes live cannot answer now (network
 	// failure, timeout, backend overload): the client should retry later.
 	ErrUnavailable = errors.New("storage backend unavailable")
+	// ErrVersionChanged: a conditional operation found another version
+	// of the object than the one it was given.
+	ErrVersionChanged = errors.New("object changed")
 )
 
 // ObjectMeta is what a client (and Facet's filters) attach to an object.
@@ -163,7 +166,10 @@ type Backend interface {
 
 	PutObject(ctx context.Context, bucket, key string, in PutInput) (ObjectInfo, error)
 	// GetObject returns the stored stream, or the given range of it when rng
-	// is non-nil. The caller closes the reader.
+	// is non-nil, with the info of the very version it streams (one read:
+	// the S3 front end answers a GET from it alone, so no overwrite can
+	// come between its headers and its body). The caller closes the
+	// reader.
 	GetObject(ctx context.Context, bucket, key string, rng *Range) (io.ReadCloser, ObjectInfo, error)
 	HeadObject(ctx context.Context, bucket, key string) (ObjectInfo, error)
 	// DeleteObject is idempotent: deleting a missing key is not an error.

@@ -150,9 +150,92 @@ func (s *Store) ensureBucket(ctx context.Context) error {
 	return nil
 }
 
+// ConditionalDeleter is a backend that deletes an object only while it
+// holds a given version, atomically (internal/storage/fs does). Over it
+// Delete deletes exactly the version it kept; over another backend a
+// write may still land between Delete's last check and its delete.
+type ConditionalDeleter interface {
+	DeleteObjectIf(ctx context.Context, bucket, key, etag string, modified time.Time) error
+}
+
+// ErrBusy: the object kept changing while Delete tried to keep it; it
+// was not deleted.
+var ErrBusy = errors.New("the object kept changing while the recycle bin copied it; it was not deleted")
+
+// deleteAttempts bounds Delete's copies of an object that keeps changing.
+const deleteAttempts = 5
+
+// Delete deletes bucket/key, keeping in tenant's bin for keepFor exactly
+// the version it deletes. A PUT racing the DELETE either lands first (it
+// is what is kept and deleted) or after (it stays): an acknowledged write
+// is never deleted without its copy in the bin. When the object keeps
+// changing under the copy, Delete gives up with ErrBusy and deletes
+// nothing. A missing object is no error (there is nothing to keep).
+func (s *Store) Delete(ctx context.Context, tenant, bucket, key string, keepFor time.Duration) error {
+	if err := s.ensureBucket(ctx); err != nil {
+		return fmt.Errorf("recycle bin: %w", err)
+	}
+	work, err := s.admit(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer work.Done()
+	cd, _ := s.b.(ConditionalDeleter)
+	for range deleteAttempts {
+		info, entry, err := s.keepOnce(ctx, work, tenant, bucket, key, keepFor)
+		if errors.Is(err, storage.ErrObjectNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cd != nil {
+			err = cd.DeleteObjectIf(ctx, bucket, key, info.Meta.ETag, info.LastModified)
+		} else {
+			err = s.deleteIfUnchanged(ctx, bucket, key, info)
+		}
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, storage.ErrObjectNotFound):
+			// Deleted by another request meanwhile. This copy is of the
+			// version it deleted, and stays: that request may have had no
+			// bin in force (a policy changed), and a duplicate is better
+			// than a loss.
+			return nil
+		case !errors.Is(err, storage.ErrVersionChanged):
+			return err
+		}
+		// Overwritten under the copy: the copy is of a version no one
+		// deleted; drop it and keep the new one.
+		if derr := s.b.DeleteObject(ctx, Bucket, entry); derr != nil {
+			s.log.WarnContext(ctx, "recycle bin: a copy of an overwritten version stays in the bin", "tenant", tenant, "bucket", bucket, "err", derr)
+		}
+	}
+	return fmt.Errorf("recycle bin: %s/%s: %w", bucket, key, ErrBusy)
+}
+
+// Busy reports whether err is Delete's giving up on an object that kept
+// changing (the S3 front end answers SlowDown: retry).
+func (s *Store) Busy(err error) bool { return errors.Is(err, ErrBusy) }
+
+// deleteIfUnchanged is DeleteObjectIf for a backend without it: check,
+// then delete (the instant between the two stays open).
+func (s *Store) deleteIfUnchanged(ctx context.Context, bucket, key string, kept storage.ObjectInfo) error {
+	now, err := s.b.HeadObject(ctx, bucket, key)
+	if err != nil {
+		return err
+	}
+	if now.Meta.ETag != kept.Meta.ETag || !now.LastModified.Equal(kept.LastModified) {
+		return storage.ErrVersionChanged
+	}
+	return s.b.DeleteObject(ctx, bucket, key)
+}
+
 // Keep copies bucket/key, as stored, into tenant's recycle bin for
-// keepFor. The caller deletes the object afterwards. It returns
-// storage.ErrObjectNotFound when there is nothing to keep.
+// keepFor, while it goes on existing (Restore keeps the object it
+// overwrites). It returns storage.ErrObjectNotFound when there is
+// nothing to keep.
 func (s *Store) Keep(ctx context.Context, tenant, bucket, key string, keepFor time.Duration) error {
 	if err := s.ensureBucket(ctx); err != nil {
 		return fmt.Errorf("recycle bin: %w", err)
@@ -162,33 +245,22 @@ func (s *Store) Keep(ctx context.Context, tenant, bucket, key string, keepFor ti
 		return err
 	}
 	defer work.Done()
-	// A write that lands while the copy runs would be deleted uncopied:
-	// copy again while the object changed under the copy (each version
-	// copied stays in the bin). What remains is the instant between the
-	// last check and the caller's delete, which the backend contract
-	// (no conditional delete) cannot close.
-	for attempt := 0; ; attempt++ {
-		info, err := s.keepOnce(ctx, work, tenant, bucket, key, keepFor)
-		if err != nil {
-			return err
-		}
-		now, err := s.b.HeadObject(ctx, bucket, key)
-		if err != nil || attempt == 2 || (now.Meta.ETag == info.Meta.ETag && now.LastModified.Equal(info.LastModified)) {
-			return nil
-		}
-	}
+	_, _, err = s.keepOnce(ctx, work, tenant, bucket, key, keepFor)
+	return err
 }
 
-func (s *Store) keepOnce(ctx context.Context, work Work, tenant, bucket, key string, keepFor time.Duration) (storage.ObjectInfo, error) {
+// keepOnce copies the version of bucket/key it reads into the bin and
+// returns that version's info and the bin entry's name.
+func (s *Store) keepOnce(ctx context.Context, work Work, tenant, bucket, key string, keepFor time.Duration) (storage.ObjectInfo, string, error) {
 	rc, info, err := s.b.GetObject(ctx, bucket, key, nil)
 	if err != nil {
-		return info, err
+		return info, "", err
 	}
 	defer rc.Close()
 	now := s.now()
 	var r [4]byte
 	if _, err := rand.Read(r[:]); err != nil {
-		return info, err
+		return info, "", err
 	}
 	id := fmt.Sprintf("%d-%d-%s", now.Add(keepFor).Unix(), now.UnixNano(), hex.EncodeToString(r[:]))
 	meta := info.Meta
@@ -198,7 +270,8 @@ func (s *Store) keepOnce(ctx context.Context, work Work, tenant, bucket, key str
 	}
 	meta.System["facet.trash.modified"] = strconv.FormatInt(info.LastModified.UnixNano(), 10)
 	counted := &countReader{r: rc, ctx: ctx, w: work}
-	_, err = s.b.PutObject(ctx, Bucket, tenant+"/"+id+"/"+bucket+"/"+key, storage.PutInput{Body: counted, Meta: meta,
+	entry := tenant + "/" + id + "/" + bucket + "/" + key
+	_, err = s.b.PutObject(ctx, Bucket, entry, storage.PutInput{Body: counted, Meta: meta,
 		Seal: func(*storage.ObjectMeta) error {
 			if counted.n != info.StoredSize {
 				return fmt.Errorf("recycle bin: read %d of the object's %d stored bytes", counted.n, info.StoredSize)
@@ -206,10 +279,10 @@ func (s *Store) keepOnce(ctx context.Context, work Work, tenant, bucket, key str
 			return nil
 		}})
 	if err != nil {
-		return info, fmt.Errorf("recycle bin: keep %s/%s: %w", bucket, key, err)
+		return info, "", fmt.Errorf("recycle bin: keep %s/%s: %w", bucket, key, err)
 	}
 	s.log.InfoContext(ctx, "recycle bin: kept deleted object", "tenant", tenant, "bucket", bucket, "id", id)
-	return info, nil
+	return info, entry, nil
 }
 
 // countReader counts a copy's bytes and pays for them in the background
