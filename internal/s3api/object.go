@@ -280,6 +280,9 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 		}
 		partNumber = n
 	}
+	if withBody && s.oneReadGet(req, partNumber) {
+		return s.getOneRead(w, req)
+	}
 	// An overwrite may land between HEAD and the ranged read; retry so the
 	// range and headers always describe the object that is streamed.
 	for attempt := 0; ; attempt++ {
@@ -290,11 +293,7 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 		if tp := s.getTransformsFor(req, info); !tp.Empty() {
 			return s.serveTransformed(w, req, info, tp, partNumber, withBody)
 		}
-		if err := evalConditions(req.Header, info, ""); err != nil {
-			if s3e := s3err.As(err); s3e.Code.Status == http.StatusNotModified {
-				w.Header().Set("ETag", quoteETag(info.Meta.ETag))
-				w.Header().Set("Last-Modified", info.LastModified.UTC().Format(http.TimeFormat))
-			}
+		if err := checkGetConditions(w, req, info); err != nil {
 			return err
 		}
 		if sel := s.selectorFor(req, info); sel != nil {
@@ -319,18 +318,7 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 			}
 		}
 		hdr := w.Header()
-		writeMetaHeaders(hdr, info)
-		if strings.EqualFold(req.Header.Get("x-amz-checksum-mode"), "ENABLED") && rng == nil {
-			writeChecksumHeaders(hdr, info.Meta.Checksums)
-			if info.Meta.ChecksumType != "" {
-				hdr.Set("x-amz-checksum-type", info.Meta.ChecksumType)
-			}
-		}
-		for q, h := range responseOverrides {
-			if v := req.query.Get(q); v != "" {
-				hdr.Set(h, v)
-			}
-		}
+		writeGetHeaders(hdr, req, info, rng == nil)
 		status, length := http.StatusOK, size
 		if rng != nil {
 			status, length = http.StatusPartialContent, rng.Length
@@ -357,31 +345,68 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 		if req.obs.Cache != "" {
 			w.Header().Set("X-Facet-Cache", string(req.obs.Cache))
 		}
-		var body io.Reader = rc
-		if dataplane.Transformed(info.Meta) && length > 0 {
-			// Decode the first bytes before the status line: an object
-			// whose stored bytes fail their checks from the start is then
-			// answered with an error, not a dropped connection.
-			br := bufio.NewReaderSize(rc, 4096)
-			if _, err := br.Peek(1); err != nil {
-				resetHeaders(w.Header())
-				return decodeErr(err, bucket, key)
-			}
-			body = br
-		}
-		w.WriteHeader(status)
-		n, err := io.Copy(w, body)
-		if err == nil && n != length {
-			err = fmt.Errorf("short read from backend: %d of %d bytes", n, length)
-		}
-		if err != nil {
-			// The status line is gone; abort the connection so the client
-			// sees a truncated body rather than a silently short object.
-			s.log.ErrorContext(ctx, "get object stream failed", "request_id", req.id, "bucket", bucket, "err", err)
-			panic(http.ErrAbortHandler)
-		}
-		return nil
+		return s.sendObject(w, req, info, rc, status, length)
 	}
+}
+
+// checkGetConditions evaluates a GET's or HEAD's conditions against info;
+// a 304 carries the object's ETag and Last-Modified.
+func checkGetConditions(w http.ResponseWriter, req *request, info storage.ObjectInfo) error {
+	err := evalConditions(req.Header, info, "")
+	if err != nil {
+		if s3e := s3err.As(err); s3e.Code.Status == http.StatusNotModified {
+			w.Header().Set("ETag", quoteETag(info.Meta.ETag))
+			w.Header().Set("Last-Modified", info.LastModified.UTC().Format(http.TimeFormat))
+		}
+	}
+	return err
+}
+
+// writeGetHeaders sets the object headers of a GET or HEAD answer (all
+// but its length and range); whole says the answer is the whole object,
+// which alone carries the stored checksums.
+func writeGetHeaders(hdr http.Header, req *request, info storage.ObjectInfo, whole bool) {
+	writeMetaHeaders(hdr, info)
+	if strings.EqualFold(req.Header.Get("x-amz-checksum-mode"), "ENABLED") && whole {
+		writeChecksumHeaders(hdr, info.Meta.Checksums)
+		if info.Meta.ChecksumType != "" {
+			hdr.Set("x-amz-checksum-type", info.Meta.ChecksumType)
+		}
+	}
+	for q, h := range responseOverrides {
+		if v := req.query.Get(q); v != "" {
+			hdr.Set(h, v)
+		}
+	}
+}
+
+// sendObject sends the status line and the length bytes of rc, the
+// logical bytes of info the headers describe.
+func (s *Server) sendObject(w http.ResponseWriter, req *request, info storage.ObjectInfo, rc io.Reader, status int, length int64) error {
+	body := rc
+	if dataplane.Transformed(info.Meta) && length > 0 {
+		// Decode the first bytes before the status line: an object whose
+		// stored bytes fail their checks from the start is then answered
+		// with an error, not a dropped connection.
+		br := bufio.NewReaderSize(rc, 4096)
+		if _, err := br.Peek(1); err != nil {
+			resetHeaders(w.Header())
+			return decodeErr(err, info.Bucket, info.Key)
+		}
+		body = br
+	}
+	w.WriteHeader(status)
+	n, err := io.Copy(w, body)
+	if err == nil && n != length {
+		err = fmt.Errorf("short read from backend: %d of %d bytes", n, length)
+	}
+	if err != nil {
+		// The status line is gone; abort the connection so the client
+		// sees a truncated body rather than a silently short object.
+		s.log.ErrorContext(req.Context(), "get object stream failed", "request_id", req.id, "bucket", info.Bucket, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
 }
 
 // resetHeaders drops the object headers prepared for a response that

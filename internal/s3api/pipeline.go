@@ -84,8 +84,13 @@ func (s *Server) encodeForStorage(req *request, size int64, obj storage.ObjectMe
 // openLogical opens bytes [off, off+n) of what the client wrote, undoing
 // the object's recorded filters when it has any.
 func (s *Server) openLogical(ctx context.Context, req *request, info storage.ObjectInfo, rng *storage.Range) (io.ReadCloser, error) {
+	return s.openLogicalFrom(ctx, req, s.backend, info, rng)
+}
+
+// openLogicalFrom is openLogical reading the stored bytes from b.
+func (s *Server) openLogicalFrom(ctx context.Context, req *request, b storage.Backend, info storage.ObjectInfo, rng *storage.Range) (io.ReadCloser, error) {
 	if !dataplane.Transformed(info.Meta) {
-		rc, got, err := s.backend.GetObject(ctx, info.Bucket, info.Key, rng)
+		rc, got, err := b.GetObject(ctx, info.Bucket, info.Key, rng)
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +100,7 @@ func (s *Server) openLogical(ctx context.Context, req *request, info storage.Obj
 		}
 		return rc, nil
 	}
-	src, err := s.decoders.Logical(ctx, req.filterRequest(filter.MethodGet, info.Meta.Size, info.Meta), s.backend, info)
+	src, err := s.decoders.Logical(ctx, req.filterRequest(filter.MethodGet, info.Meta.Size, info.Meta), b, info)
 	if err != nil {
 		return nil, err
 	}

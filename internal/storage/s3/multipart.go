@@ -380,7 +380,7 @@ func (b *Backend) getKey(ctx context.Context, key string, size int64) (io.ReadCl
 		cancel()
 		return nil, mapErr(err)
 	}
-	return &cancelOnClose{ReadCloser: out.Body, cancel: cancel}, nil
+	return &cancelOnClose{ReadCloser: out.Body, cancel: cancel, bufs: &b.copyBufs}, nil
 }
 
 func (b *Backend) uploadErr(uploadID string, err error) error {

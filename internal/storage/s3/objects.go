@@ -3,6 +3,7 @@ package s3
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -169,15 +170,6 @@ func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.
 		return storage.ObjectInfo{}, err
 	}
 	full := b.objKey(bucket, key)
-	// The object being replaced may point at a metadata sidecar, deleted
-	// once the new object is in place. The HEAD must precede the write: run
-	// alongside it, it could see the new object and the old sidecar would
-	// leak. (Without it a PUT is one round trip shorter, and the sweep
-	// would collect the sidecar; but overwrites then come fast enough that
-	// concurrent GETs of the same key, which the front end serves as a HEAD
-	// then a GET and retries thrice when an overwrite lands in between,
-	// fail: TestAtomicOverwrite through a gateway.)
-	old, oldErr := b.head(ctx, full)
 	// Most objects are small: read into a small buffer first, and take a
 	// part-sized one (whose allocation, when the pool is empty after a GC,
 	// costs more than a small PUT) only for a body that does not fit.
@@ -218,13 +210,32 @@ func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.
 		}
 		stored, newRef = int64(n), um[metaRefKey]
 	} else {
+		// The object being replaced may point at a metadata sidecar,
+		// deleted once the new object is in place. Its HEAD runs while
+		// the parts upload: it is done long before the Complete that
+		// makes the new object visible, and if it were not, it would see
+		// the new object's own sidecar, which is never deleted (the ref
+		// comparison below), and the sweep would collect the old one.
+		// A small PUT sends no HEAD: one backend round trip is most of
+		// its cost, and what it would find (a sidecar, left by a streamed
+		// object or very large metadata) the sweep collects.
+		type headResult struct {
+			out *s3.HeadObjectOutput
+			err error
+		}
+		oldc := make(chan headResult, 1)
+		go func() {
+			out, err := b.head(ctx, full)
+			oldc <- headResult{out, err}
+		}()
 		stored, newRef, err = b.putStream(ctx, full, buf, n, in.Body, &meta, in.Seal)
+		old := <-oldc
 		if err != nil {
 			return storage.ObjectInfo{}, err
 		}
-	}
-	if oldErr == nil && old.Metadata[metaRefKey] != newRef {
-		b.dropMetaRef(ctx, old.Metadata)
+		if old.err == nil && old.out.Metadata[metaRefKey] != newRef {
+			b.dropMetaRef(ctx, old.out.Metadata)
+		}
 	}
 	return storage.ObjectInfo{Bucket: bucket, Key: key, LastModified: time.Now().UTC(), StoredSize: stored, Meta: meta}, nil
 }
@@ -376,6 +387,21 @@ func (b *Backend) GetObject(ctx context.Context, bucket, key string, rng *storag
 		}
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", rng.Start, rng.Start+rng.Length-1))
 	}
+	// Three tries: a concurrent overwrite may delete the sidecar the
+	// object pointed at before it is read; the next GetObject sees the
+	// new object.
+	for try := 1; ; try++ {
+		rc, info, err := b.getObject(ctx, bucket, key, in, rng)
+		if err == nil || try == 3 || !errors.Is(err, errSidecarGone) {
+			return rc, info, err
+		}
+	}
+}
+
+// errSidecarGone marks a metadata sidecar missing when its object was read.
+var errSidecarGone = errors.New("metadata sidecar gone")
+
+func (b *Backend) getObject(ctx context.Context, bucket, key string, in *s3.GetObjectInput, rng *storage.Range) (io.ReadCloser, storage.ObjectInfo, error) {
 	// The body streams for as long as the caller reads, so b.timeout bounds
 	// only the wait for the response (all SDK retries included), through a
 	// cancel that is disarmed once the headers are in.
@@ -397,6 +423,9 @@ func (b *Backend) GetObject(ctx context.Context, bucket, key string, rng *storag
 	if err != nil {
 		out.Body.Close()
 		cancel()
+		if isNotFound(err) {
+			err = fmt.Errorf("%w: %w", errSidecarGone, err)
+		}
 		return nil, storage.ObjectInfo{}, err
 	}
 	size := aws.ToInt64(out.ContentLength)
@@ -411,13 +440,28 @@ func (b *Backend) GetObject(ctx context.Context, bucket, key string, rng *storag
 		return nil, storage.ObjectInfo{}, storage.ErrInvalidRange
 	}
 	info := storage.ObjectInfo{Bucket: bucket, Key: key, LastModified: aws.ToTime(out.LastModified), StoredSize: size, Meta: meta}
-	return &cancelOnClose{ReadCloser: out.Body, cancel: cancel}, info, nil
+	return &cancelOnClose{ReadCloser: out.Body, cancel: cancel, bufs: &b.copyBufs}, info, nil
 }
 
 // cancelOnClose releases a GET's context with its body.
 type cancelOnClose struct {
 	io.ReadCloser
 	cancel context.CancelFunc
+	bufs   *sync.Pool // copyBuf-sized buffers
+}
+
+// copyBuf is the buffer a GET body is copied out with. io.Copy's 32 KiB
+// makes a 64 MiB GET 2048 reads from the backend connection and 2048
+// writes to the client's, each a system call.
+const copyBuf = 256 << 10
+
+// WriteTo copies the body to w in copyBuf pieces (io.Copy prefers it).
+func (c *cancelOnClose) WriteTo(w io.Writer) (int64, error) {
+	bp := c.bufs.Get().(*[]byte)
+	defer c.bufs.Put(bp)
+	// Neither side's own fast path: the body has none, and w's ReadFrom
+	// (net/http's) would copy with 32 KiB again.
+	return io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{c.ReadCloser}, *bp)
 }
 
 func (c *cancelOnClose) Close() error {

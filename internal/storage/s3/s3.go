@@ -21,11 +21,15 @@
 // bytes and metadata at once. When it does not fit S3's 2 KB user-metadata
 // budget, the object instead carries x-amz-meta-facet-ref naming an immutable
 // sidecar ROOT/.facet/meta/<id>, written before the object becomes visible.
-// An overwrite deletes the sidecar of the object it replaces (found by a
-// HEAD before the write). A sidecar is also tagged with the key of its
-// object (x-amz-meta-facet-object), so that a sweep, a few minutes after
-// start and then hourly, deletes those older than an hour that their object
-// no longer points at: what a crash or a failed delete left (sweep.go).
+// A streamed overwrite deletes the sidecar of the object it replaces
+// (found by a HEAD that runs while the parts upload); a small PUT sends no
+// such HEAD, as it would double the PUT's backend round trips. A sidecar is
+// also tagged with the key of its object (x-amz-meta-facet-object), so that
+// a sweep, a few minutes after start and then hourly, deletes those older
+// than an hour that their object no longer points at: what a small
+// overwrite, a crash or a failed delete left (sweep.go). Readers never need
+// a replaced object's sidecar: a GET reads metadata and body from one
+// GetObject.
 //
 // Seal before visibility. Small bodies (under one part) are buffered from a
 // pool and written with one PutObject after Seal. Larger bodies stream into a
@@ -66,9 +70,11 @@
 //
 // Known limits: UpdateMeta uses CopyObject and so is limited to
 // objects of 5 GB; CreateBucket is check-then-put (two gateways creating the
-// same bucket at once may both succeed); an overwrite deletes the previous
-// metadata sidecar after the swap, so a reader racing it re-reads the
-// object once (HeadObject) — a GET that loses that race fails. The store
+// same bucket at once may both succeed); a streamed overwrite deletes the
+// previous metadata sidecar after the swap, so a reader of the old version
+// that has not read its sidecar yet re-reads the object (HeadObject tries
+// twice; a GetObject that loses that race reports the object not found, and
+// the S3 front end's metadata-first path retries). The store
 // underneath must accept Facet's keys: filesystem-backed S3 servers such as
 // versitygw's posix backend cannot hold both "a" and "a/b".
 package s3
@@ -140,6 +146,7 @@ type Backend struct {
 	spoolDir string
 	pool     sync.Pool // part-sized buffers
 	small    sync.Pool // smallBody buffers: a small PUT's whole body
+	copyBufs sync.Pool // copyBuf buffers: GET bodies copied out
 	// known maps a Facet bucket seen to exist to when it was (time.Time).
 	known     sync.Map
 	stop      chan struct{} // closed by Close: ends the sidecar sweep
@@ -202,6 +209,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	}
 	b.pool.New = func() any { buf := make([]byte, b.partSize); return &buf }
 	b.small.New = func() any { buf := make([]byte, smallBody); return &buf }
+	b.copyBufs.New = func() any { buf := make([]byte, copyBuf); return &buf }
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Transport: &http.Transport{
@@ -211,6 +219,15 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   5 * time.Second,
 			ResponseHeaderTimeout: b.timeout,
+			// Stored bytes pass through as they are: no transparent
+			// gzip that would change what a GET streams.
+			DisableCompression: true,
+			// Bodies move in large reads and writes (copyBuf), so the
+			// connection's own buffers need not be large; 32 KiB
+			// halves the header writes and reads of small requests
+			// that the 4 KiB default splits.
+			WriteBufferSize: 32 << 10,
+			ReadBufferSize:  32 << 10,
 		}}
 	}
 	// The SDK hashes every body (SHA-256, read twice) for the signature
@@ -233,6 +250,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		// would make the SDK buffer or trail every body.
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+		// No "Expect: 100-continue" on part uploads: a backend that
+		// refuses a part does so after its headers anyway, and the
+		// interim response is one more write and read per part.
+		ContinueHeaderThresholdBytes: -1,
 	})
 	cctx, cancel := b.call(ctx)
 	defer cancel()

@@ -60,8 +60,13 @@ func TestInternalObjectsCleaned(t *testing.T) {
 	}
 	storagetest.Put(t, b, "b", "big", []byte("data"), storage.ObjectMeta{UserMeta: um})
 	storagetest.Put(t, b, "b", "big", []byte("data2"), storage.ObjectMeta{UserMeta: um})
-	if n := countKeys(t, b, b.root+".facet/meta/"); n != 1 {
-		t.Fatalf("%d metadata sidecars after overwrite, want 1", n)
+	// A small PUT does not HEAD the object it replaces: the replaced
+	// object's sidecar is left to the sweep.
+	if n := countKeys(t, b, b.root+".facet/meta/"); n != 2 {
+		t.Fatalf("%d metadata sidecars after overwrite, want 2", n)
+	}
+	if n, err := b.sweepSidecars(ctx, 0); err != nil || n != 1 {
+		t.Fatalf("the sweep deleted %d sidecars (%v), want the one orphaned", n, err)
 	}
 	if n, err := b.sweepSidecars(ctx, 0); err != nil || n != 0 {
 		t.Fatalf("the sweep deleted %d sidecars (%v) where none is orphaned", n, err)
@@ -71,6 +76,12 @@ func TestInternalObjectsCleaned(t *testing.T) {
 	}
 	large := storagetest.Pattern(11 << 20)
 	storagetest.Put(t, b, "b", "large", large, storage.ObjectMeta{})
+	// A streamed PUT replaces the object's sidecar (its HEAD runs beside
+	// the parts' upload).
+	storagetest.Put(t, b, "b", "large", large, storage.ObjectMeta{})
+	if n := countKeys(t, b, b.root+".facet/meta/"); n != 2 {
+		t.Fatalf("%d metadata sidecars after a streamed overwrite, want 2 (big's and large's)", n)
+	}
 	if err := b.DeleteObject(ctx, "b", "big"); err != nil {
 		t.Fatal(err)
 	}
