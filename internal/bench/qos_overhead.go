@@ -83,7 +83,7 @@ func RunQoSOverhead(ctx context.Context, dir string, o QoSOverheadOptions) ([]Qo
 	var servers [2]*overheadServer
 	for i, off := range []bool{false, true} {
 		args := []string{"serve", "--data", filepath.Join(dir, fmt.Sprintf("ovh-%t", off)), "--s3-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
-			"--admin-token", token, "--unsafe-no-fsync", "--log-level", "warn", "--no-workload-metrics"}
+			"--admin-token", token, "--unsafe-no-fsync", "--log-level", "info", "--no-workload-metrics"}
 		if off {
 			args = append(args, "--qos-off")
 		}

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/facet-sds/facet/internal/qos"
 )
 
 // Header is the request header that carries application context.
@@ -161,19 +163,8 @@ func validValue(v string) bool {
 }
 
 // ValidClass reports whether s is a class name: 1-63 characters
-// [a-z0-9][a-z0-9_.-]*.
-func ValidClass(s string) bool {
-	if s == "" || len(s) > maxClassLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '_' || c == '.' || c == '-')) {
-			return false
-		}
-	}
-	return true
-}
+// [a-z0-9][a-z0-9_.-]* (qos.ValidClassName: the classes are flows there).
+func ValidClass(s string) bool { return qos.ValidClassName(s) }
 
 type ctxKey struct{}
 

@@ -181,10 +181,7 @@ func buildGroups(p Problem, reserve bool) ([]*group, []*unit) {
 		k := [2]string{d.Tenant, string(d.Class)}
 		g := byKey[k]
 		if g == nil {
-			var slo SLO
-			if p.SLOs != nil {
-				slo, _ = p.SLOs.SLO(d.Tenant)
-			}
+			slo := SLOOf(p.SLOs, d.Tenant, d.Class)
 			g = &group{tenant: d.Tenant, class: d.Class, limit: slo.LimitOf(d.Class), weight: slo.WeightOf()}
 			if reserve {
 				g.reserve = slo.ReservationOf(d.Class)

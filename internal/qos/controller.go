@@ -85,8 +85,7 @@ func (b *Bandwidth) Reconcile(ctx context.Context, snap controller.MetricSnapsho
 	// so such nodes count as unbounded (limits still apply).
 	for n := range p.Estimated {
 		if !slices.ContainsFunc(p.Demands, func(d Demand) bool {
-			s, _ := slos.SLO(d.Tenant)
-			return d.Node == n && s.ReservationOf(d.Class) > 0
+			return d.Node == n && SLOOf(slos, d.Tenant, d.Class).ReservationOf(d.Class) > 0
 		}) {
 			delete(p.Capacity, n)
 		}
@@ -170,10 +169,12 @@ func ProblemFromSnapshot(snap controller.MetricSnapshot, cfg BandwidthConfig) Pr
 		if !ok {
 			continue
 		}
-		cls, what, ok := strings.Cut(rest, "_")
-		if !ok {
+		// A context class's name may hold '_'; the quantity never does.
+		i := strings.LastIndexByte(rest, '_')
+		if i < 0 {
 			continue
 		}
+		cls, what := rest[:i], rest[i+1:]
 		c, err := ParseClass(cls)
 		if err != nil {
 			continue

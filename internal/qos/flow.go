@@ -3,6 +3,7 @@ package qos
 import (
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Class is the kind of work a flow carries. Each class of a tenant has its
@@ -35,14 +36,50 @@ func ClassOf(method string) Class {
 	}
 }
 
-// ParseClass parses a class name.
+// ParseClass parses a class name: one of Classes, or a context class
+// ("ctx:" and a valid class name).
 func ParseClass(s string) (Class, error) {
 	for _, c := range Classes {
 		if string(c) == s {
 			return c, nil
 		}
 	}
-	return "", fmt.Errorf("qos: unknown class %q (want get, put, delete or background)", s)
+	if name, ok := strings.CutPrefix(s, contextPrefix); ok && ValidClassName(name) {
+		return Class(s), nil
+	}
+	return "", fmt.Errorf("qos: unknown class %q (want get, put, delete, background or ctx:NAME)", s)
+}
+
+// contextPrefix marks the classes requests name in their application
+// context (x-facet-context, internal/flowctx).
+const contextPrefix = "ctx:"
+
+// ContextClass is the flow class of a request whose application context
+// names class name, for classes an SLO (a CONTEXT policy) governs: such a
+// class is a flow of its own, tenant × class, in the limiter and in the
+// global controller's allocation, whatever the operation.
+func ContextClass(name string) Class { return Class(contextPrefix + name) }
+
+// Context returns the context class's name; false for the operation
+// classes.
+func (c Class) Context() (string, bool) { return strings.CutPrefix(string(c), contextPrefix) }
+
+// maxClassName is the longest context class name.
+const maxClassName = 63
+
+// ValidClassName reports whether s is a context class name: 1-63
+// characters [a-z0-9][a-z0-9_.-]*.
+func ValidClassName(s string) bool {
+	if s == "" || len(s) > maxClassName {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '_' || c == '.' || c == '-')) {
+			return false
+		}
+	}
+	return true
 }
 
 // Key is the bandwidth key of a class in controller assignments and bus

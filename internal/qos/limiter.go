@@ -195,10 +195,7 @@ func (l *Limiter) flow(tenant string, class Class) *flow {
 // applyLocked sets f's rates from the assignment in force or the static
 // local rates.
 func (l *Limiter) applyLocked(f *flow, now time.Time) {
-	var slo SLO
-	if l.cfg.SLOs != nil {
-		slo, _ = l.cfg.SLOs.SLO(f.key.tenant)
-	}
+	slo := SLOOf(l.cfg.SLOs, f.key.tenant, f.key.class)
 	rate, source := slo.LimitOf(f.key.class), SourceStatic
 	live := !l.assignedAt.IsZero() && now.Sub(l.assignedAt) <= l.cfg.Stale
 	if a, ok := l.assigned[f.key]; ok && live {
@@ -213,6 +210,11 @@ func (l *Limiter) applyLocked(f *flow, now time.Time) {
 	}
 	f.source = source
 	ops := math.Inf(1)
+	if _, ok := f.key.class.Context(); ok && slo.Ops == 0 && l.cfg.SLOs != nil {
+		// A context class without an ops rate of its own keeps its
+		// tenant's: naming a class is no way around the tenant's cap.
+		slo, _ = l.cfg.SLOs.SLO(f.key.tenant)
+	}
 	if slo.Ops > 0 {
 		ops = slo.Ops
 	}

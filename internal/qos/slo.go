@@ -41,7 +41,11 @@ func (s SLO) ReservationOf(c Class) float64 {
 	case ClassPut:
 		r = s.Put
 	default:
-		return 0 // deletes carry no bytes; background work is only capped
+		if _, ok := c.Context(); !ok {
+			return 0 // deletes carry no bytes; background work is only capped
+		}
+		// A context class's SLO is its own (a CONTEXT policy): its
+		// reservation covers the class's bytes in both directions.
 	}
 	if r == 0 {
 		r = s.Reservation
@@ -124,6 +128,47 @@ func DecodeSLO(data []byte) (SLO, error) {
 // SLOSource gives a tenant's effective SLO; false when it has none.
 type SLOSource interface {
 	SLO(tenant string) (SLO, bool)
+}
+
+// ClassSLOSource is an SLOSource that also knows the SLOs of tenants'
+// context classes (policies naming a CONTEXT).
+type ClassSLOSource interface {
+	SLOSource
+	ClassSLO(tenant, class string) (SLO, bool)
+}
+
+// SLOOf is the SLO that governs tenant's flow of class c: the tenant's for
+// an operation class; for a context class, the class's own (none when no
+// policy names it or src knows no classes).
+func SLOOf(src SLOSource, tenant string, c Class) SLO {
+	if src == nil {
+		return SLO{}
+	}
+	if name, ok := c.Context(); ok {
+		if cs, ok := src.(ClassSLOSource); ok {
+			s, _ := cs.ClassSLO(tenant, name)
+			return s
+		}
+		return SLO{}
+	}
+	s, _ := src.SLO(tenant)
+	return s
+}
+
+// ClassSLOs is a ClassSLOSource over fixed maps: Tenants by tenant,
+// Classes by "tenant/class" (tests, benchmarks).
+type ClassSLOs struct {
+	Tenants SLOMap
+	Classes map[string]SLO
+}
+
+// SLO implements SLOSource.
+func (m ClassSLOs) SLO(tenant string) (SLO, bool) { return m.Tenants.SLO(tenant) }
+
+// ClassSLO implements ClassSLOSource.
+func (m ClassSLOs) ClassSLO(tenant, class string) (SLO, bool) {
+	s, ok := m.Classes[tenant+"/"+class]
+	return s, ok
 }
 
 // SLOMap is an SLOSource over a fixed map (tests, benchmarks, snapshots).

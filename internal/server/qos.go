@@ -19,6 +19,7 @@ import (
 	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/controller"
 	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/policy"
 	"github.com/facet-sds/facet/internal/qos"
@@ -78,6 +79,9 @@ func (m metaSLOs) DeleteSLO(ctx context.Context, t string) error          { retu
 type policySLOs interface {
 	BandwidthSLO(tenant string) (filter.Params, bool)
 	BandwidthSLOs() []policy.SLO
+	// ContextBandwidth is the SET bandwidth of a policy naming a CONTEXT
+	// (a class's SLO).
+	ContextBandwidth(tenant, class string) (filter.Params, bool)
 }
 
 // sloCache is the effective SLO of every tenant, read from memory on the
@@ -137,6 +141,22 @@ func (c *sloCache) SLO(tenant string) (qos.SLO, bool) {
 	return s, err == nil
 }
 
+// ClassSLO implements qos.ClassSLOSource: the SLO a policy naming a
+// CONTEXT sets for tenant's class.
+func (c *sloCache) ClassSLO(tenant, class string) (qos.SLO, bool) {
+	if c.policies == nil {
+		return qos.SLO{}, false
+	}
+	p, ok := c.policies.ContextBandwidth(tenant, class)
+	if !ok {
+		return qos.SLO{}, false
+	}
+	s, err := qos.SLOFromParams(p)
+	return s, err == nil
+}
+
+var _ qos.ClassSLOSource = (*sloCache)(nil)
+
 // qosRuntime is a gateway's QoS: the limiter on its request path, the
 // agent that reports and applies assignments, and the fleet view.
 type qosRuntime struct {
@@ -188,12 +208,25 @@ func (q *qosRuntime) cleanup(ctx context.Context, backend storage.Backend, owner
 }
 
 // s3 is the S3 front end's view of the limiter.
-func (q *qosRuntime) s3() s3api.QoS { return s3QoS{q.limiter} }
+func (q *qosRuntime) s3() s3api.QoS { return s3QoS{q.limiter, q.slos} }
 
-type s3QoS struct{ l *qos.Limiter }
+type s3QoS struct {
+	l    *qos.Limiter
+	slos *sloCache
+}
 
+// Admit admits the request in its operation's flow, or in its context
+// class's flow when an SLO (a CONTEXT policy) governs that class: the
+// class's bytes are then one flow fleet-wide, which the bandwidth
+// controller splits across gateways like a tenant's.
 func (a s3QoS) Admit(ctx context.Context, tenant, method string) (s3api.Shaper, error) {
-	return a.l.Admit(ctx, tenant, qos.ClassOf(method))
+	c := qos.ClassOf(method)
+	if r := flowctx.From(ctx); r != nil && r.Class != "" {
+		if _, ok := a.slos.ClassSLO(tenant, r.Class); ok {
+			c = qos.ContextClass(r.Class)
+		}
+	}
+	return a.l.Admit(ctx, tenant, c)
 }
 
 var _ s3api.Shaper = (*qos.Stream)(nil)
