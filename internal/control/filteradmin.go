@@ -24,10 +24,10 @@ type FilterStore interface {
 	PutFilterCode(ctx context.Context, name string, spec json.RawMessage, blobs map[string][]byte, drop []string) (meta.FilterEntry, error)
 	DeleteFilterCode(ctx context.Context, name string, drop []string) error
 	ListPolicies(ctx context.Context) ([]meta.Policy, error)
-	PutDependency(ctx context.Context, d meta.Dependency, data []byte) (meta.Dependency, error)
+	PutDependency(ctx context.Context, d meta.Dependency, data []byte, ch meta.DependencyChange) (meta.Dependency, error)
 	GetDependency(ctx context.Context, name string) (meta.Dependency, error)
 	ListDependencies(ctx context.Context) ([]meta.Dependency, error)
-	DeleteDependency(ctx context.Context, name string) error
+	DeleteDependency(ctx context.Context, name string, drop []string) error
 }
 
 // Checker compiles a module to refuse one that would not load.
@@ -131,6 +131,7 @@ func (a *FilterAdmin) put(ctx context.Context, prev *wasm.Spec, d wasm.Descripto
 			return admin.FilterInfo{}, err
 		}
 	}
+	deps := map[string]meta.Dependency{}
 	for _, dep := range d.Dependencies {
 		got, err := a.store.GetDependency(ctx, dep)
 		if err != nil {
@@ -139,13 +140,18 @@ func (a *FilterAdmin) put(ctx context.Context, prev *wasm.Spec, d wasm.Descripto
 		if got.Owner != "" && got.Owner != d.Owner {
 			return admin.FilterInfo{}, invalid("dependency %s belongs to tenant %s; filter %s cannot mount it", dep, got.Owner, d.Name)
 		}
+		deps[dep] = got
+	}
+	pins, err := wasm.Pins(d, deps)
+	if err != nil {
+		return admin.FilterInfo{}, invalid("%v", err)
 	}
 	if module != nil {
 		if err := a.checker.Check(ctx, d.Name, module); err != nil {
 			return admin.FilterInfo{}, invalid("%v", err)
 		}
 	}
-	spec, blob, drop, err := wasm.Update(prev, d, module)
+	spec, blob, drop, err := wasm.Update(prev, d, module, pins)
 	if err != nil {
 		return admin.FilterInfo{}, invalid("%v", err)
 	}
@@ -154,6 +160,11 @@ func (a *FilterAdmin) put(ctx context.Context, prev *wasm.Spec, d wasm.Descripto
 		if err := a.stillValid(ctx, d.Name, &info); err != nil {
 			return admin.FilterInfo{}, err
 		}
+		released, err := a.unpinned(ctx, prev.DepBlobs(), map[string]*wasm.Spec{d.Name: spec}, nil)
+		if err != nil {
+			return admin.FilterInfo{}, err
+		}
+		drop = append(drop, released...)
 	}
 	raw, err := json.Marshal(spec)
 	if err != nil {
@@ -188,7 +199,11 @@ func (a *FilterAdmin) DeleteFilter(ctx context.Context, name string, force bool)
 	if err := a.stillValid(ctx, name, nil); err != nil {
 		return err
 	}
-	if err := a.store.DeleteFilterCode(ctx, name, spec.Blobs()); err != nil {
+	released, err := a.unpinned(ctx, spec.DepBlobs(), map[string]*wasm.Spec{name: nil}, nil)
+	if err != nil {
+		return err
+	}
+	if err := a.store.DeleteFilterCode(ctx, name, append(spec.Blobs(), released...)); err != nil {
 		return err
 	}
 	return a.svc.Reload(ctx)
@@ -274,14 +289,25 @@ func (a *FilterAdmin) PutDependency(ctx context.Context, d admin.Dependency, dat
 			return admin.Dependency{}, err
 		}
 	}
-	if prev, err := a.store.GetDependency(ctx, d.Name); err == nil && prev.Owner != d.Owner {
+	prev, err := a.store.GetDependency(ctx, d.Name)
+	exists := err == nil
+	if err != nil && !errors.Is(err, meta.ErrDependencyNotFound) {
+		return admin.Dependency{}, err
+	}
+	if exists && prev.Owner != d.Owner {
 		if err := a.depUnused(ctx, d.Name, "change its owner"); err != nil {
 			return admin.Dependency{}, err
 		}
 	}
 	sum := wasm.Digest(data)
-	got, err := a.store.PutDependency(ctx, meta.Dependency{Name: d.Name, Owner: d.Owner, Doc: d.Doc, SHA256: sum,
-		Blob: wasm.DependencyBlobKey(d.Name, sum)}, data)
+	next := meta.Dependency{Name: d.Name, Owner: d.Owner, Doc: d.Doc, SHA256: sum, Blob: wasm.DependencyBlobKey(d.Name, sum)}
+	var ch meta.DependencyChange
+	if exists && prev.SHA256 != sum {
+		if ch, err = a.repin(ctx, prev, next); err != nil {
+			return admin.Dependency{}, err
+		}
+	}
+	got, err := a.store.PutDependency(ctx, next, data, ch)
 	if err != nil {
 		return admin.Dependency{}, err
 	}
@@ -318,10 +344,20 @@ func (a *FilterAdmin) DeleteDependency(ctx context.Context, name string) error {
 	if _, err := a.store.GetDependency(ctx, name); err != nil {
 		return err
 	}
+	cur, err := a.store.GetDependency(ctx, name)
+	if err != nil {
+		return err
+	}
 	if err := a.depUnused(ctx, name, "delete it"); err != nil {
 		return err
 	}
-	if err := a.store.DeleteDependency(ctx, name); err != nil {
+	// Kept versions of filters that once declared it may still pin its
+	// data: then the data stays (only the name goes).
+	drop, err := a.unpinned(ctx, []string{cur.Blob}, nil, map[string]string{name: ""})
+	if err != nil {
+		return err
+	}
+	if err := a.store.DeleteDependency(ctx, name, drop); err != nil {
 		return err
 	}
 	return a.svc.Reload(ctx)
@@ -343,6 +379,101 @@ func (a *FilterAdmin) depUnused(ctx context.Context, name, what string) error {
 		return conflict("dependency %s is used by filters %s; update them before you %s", name, strings.Join(users, ", "), what)
 	}
 	return nil
+}
+
+// repin makes a new version of every filter declaring dependency prev,
+// mounting its new content next with the same module: versions pin the
+// contents they were created with (wasm.ModuleRef.Deps), so objects a
+// reversible filter wrote with the old content are undone with it. The
+// old content's data is dropped when no kept version pins it.
+func (a *FilterAdmin) repin(ctx context.Context, prev, next meta.Dependency) (meta.DependencyChange, error) {
+	ch := meta.DependencyChange{Specs: map[string]json.RawMessage{}}
+	fs, err := a.store.ListFilters(ctx)
+	if err != nil {
+		return ch, err
+	}
+	list, err := a.store.ListDependencies(ctx)
+	if err != nil {
+		return ch, err
+	}
+	deps := map[string]meta.Dependency{}
+	for _, d := range list {
+		deps[d.Name] = d
+	}
+	deps[next.Name] = next
+	changed := map[string]*wasm.Spec{}
+	for _, e := range fs {
+		spec, ok, err := wasm.ParseSpec(e.Spec)
+		if err != nil || !ok || !slices.Contains(spec.Dependencies, next.Name) {
+			continue
+		}
+		pins, err := wasm.Pins(spec.Descriptor, deps)
+		if err != nil {
+			return ch, conflict("filter %s: %v", e.Name, err)
+		}
+		ns, _, drop, err := wasm.Update(spec, spec.Descriptor, nil, pins)
+		if err != nil {
+			return ch, conflict("filter %s: %v", e.Name, err)
+		}
+		raw, err := json.Marshal(ns)
+		if err != nil {
+			return ch, err
+		}
+		ch.Specs[e.Name], changed[e.Name] = raw, ns
+		ch.Drop = append(ch.Drop, drop...)
+	}
+	released, err := a.unpinned(ctx, []string{prev.Blob}, changed, map[string]string{next.Name: next.Blob})
+	if err != nil {
+		return ch, err
+	}
+	ch.Drop = append(ch.Drop, released...)
+	return ch, nil
+}
+
+// unpinned returns those of the dependency blobs candidates that no
+// kept filter version pins and no dependency holds as its data, once the
+// specs in changed (name -> new spec, nil: deleted) and the dependencies
+// in depBlobs (name -> data blob, "": deleted) are written.
+func (a *FilterAdmin) unpinned(ctx context.Context, candidates []string, changed map[string]*wasm.Spec, depBlobs map[string]string) ([]string, error) {
+	if len(candidates) == 0 {
+		return nil, nil
+	}
+	fs, err := a.store.ListFilters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := a.store.ListDependencies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	used := map[string]bool{}
+	for _, e := range fs {
+		spec, ok, _ := wasm.ParseSpec(e.Spec)
+		if ns, isChanged := changed[e.Name]; isChanged {
+			spec, ok = ns, ns != nil
+		}
+		if ok {
+			for _, b := range spec.DepBlobs() {
+				used[b] = true
+			}
+		}
+	}
+	for _, d := range list {
+		if _, isChanged := depBlobs[d.Name]; !isChanged {
+			used[d.Blob] = true
+		}
+	}
+	for _, b := range depBlobs {
+		used[b] = true
+	}
+	var out []string
+	used[""] = true
+	for _, b := range slices.Compact(slices.Sorted(slices.Values(candidates))) {
+		if !used[b] {
+			out = append(out, b)
+		}
+	}
+	return out, nil
 }
 
 func depOut(d meta.Dependency) admin.Dependency {

@@ -205,3 +205,106 @@ func containsFilter(fs []admin.FilterInfo, name string) bool {
 	}
 	return false
 }
+
+// TestDependencyContentsArePinnedPerVersion: a new content of a
+// dependency is a new version of the filters declaring it; a reversible
+// filter's old version keeps mounting the content it was created with,
+// whose data is kept until no kept version pins it.
+func TestDependencyContentsArePinnedPerVersion(t *testing.T) {
+	ctx := context.Background()
+	f := newFilterFixture(t)
+	blobOf := func(name string) string {
+		d, err := f.store.GetDependency(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Blob
+	}
+	spec := func(name string) *wasm.Spec {
+		e, err := f.store.GetFilter(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _, err := wasm.ParseSpec(e.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	kept := func(blob string) bool {
+		_, err := f.store.GetFilterBlob(ctx, blob)
+		if err != nil && !errors.Is(err, meta.ErrBlobNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	if _, err := f.adm.PutDependency(ctx, admin.Dependency{Name: "dict", Owner: "acme"}, []byte("words one")); err != nil {
+		t.Fatal(err)
+	}
+	b1 := blobOf("dict")
+	f.create(t, `{"name":"obf","owner":"acme","methods":["PUT","GET"],"stages":["gateway"],"reversible":true,"dependencies":["dict"]}`)
+	f.create(t, `{"name":"plain","owner":"acme","methods":["PUT"],"stages":["gateway"],"dependencies":["dict"]}`)
+	if m := spec("obf").Modules; len(m) != 1 || !m[0].Pinned || len(m[0].Deps) != 1 || m[0].Deps[0].Blob != b1 {
+		t.Fatalf("version 1 pins %+v, want %s", m, b1)
+	}
+
+	// New content: both filters get a version mounting it; obf keeps
+	// version 1 with the old content, whose data stays.
+	if _, err := f.adm.PutDependency(ctx, admin.Dependency{Name: "dict", Owner: "acme"}, []byte("words two")); err != nil {
+		t.Fatal(err)
+	}
+	b2 := blobOf("dict")
+	obf := spec("obf")
+	if obf.Version != 2 || len(obf.Modules) != 2 || obf.Modules[0].Deps[0].Blob != b1 || obf.Modules[1].Deps[0].Blob != b2 ||
+		obf.Modules[0].Blob != obf.Modules[1].Blob {
+		t.Fatalf("obf after the dependency changed: %+v", obf)
+	}
+	if p := spec("plain"); p.Version != 2 || len(p.Modules) != 1 || p.Modules[0].Deps[0].Blob != b2 {
+		t.Fatalf("plain after the dependency changed: %+v", p)
+	}
+	if !kept(b1) || !kept(b2) {
+		t.Fatal("the data of a pinned content was dropped")
+	}
+	if in, ok := f.svc.Lookup("obf"); !ok || in.Version != 2 {
+		t.Fatal("the registry does not run obf version 2")
+	}
+	// The same content again changes nothing.
+	if _, err := f.adm.PutDependency(ctx, admin.Dependency{Name: "dict", Owner: "acme", Doc: "same"}, []byte("words two")); err != nil {
+		t.Fatal(err)
+	}
+	if v := spec("obf").Version; v != 2 {
+		t.Fatalf("an unchanged content made version %d", v)
+	}
+
+	// Once no kept version pins the old content, its data goes.
+	if err := f.adm.DeleteFilter(ctx, "obf", true); err != nil {
+		t.Fatal(err)
+	}
+	if kept(b1) || !kept(b2) {
+		t.Fatalf("after obf went: old content kept %v, current kept %v", kept(b1), kept(b2))
+	}
+
+	// A dependency deleted while a kept version pins it keeps its data.
+	f.create(t, `{"name":"obf2","owner":"acme","methods":["PUT","GET"],"stages":["gateway"],"reversible":true,"dependencies":["dict"]}`)
+	if _, err := f.adm.UpdateFilter(ctx, "obf2", []byte(`{"dependencies":[]}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.adm.DeleteFilter(ctx, "plain", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.adm.DeleteDependency(ctx, "dict"); err != nil {
+		t.Fatal(err)
+	}
+	if !kept(b2) {
+		t.Fatal("the data obf2 version 1 pins went with the dependency")
+	}
+	if _, ok := f.svc.Lookup("obf2"); !ok {
+		t.Fatal("obf2 no longer loads once its old version's dependency is deleted")
+	}
+	if err := f.adm.DeleteFilter(ctx, "obf2", true); err != nil {
+		t.Fatal(err)
+	}
+	if kept(b2) {
+		t.Fatal("the data nothing pins any more was kept")
+	}
+}

@@ -149,15 +149,32 @@ func (r *dependencyRecord) dep() Dependency {
 	return Dependency{Name: r.Name, Owner: r.Owner, SHA256: r.SHA256, Blob: r.Blob, Size: r.Size, Doc: r.Doc, Created: r.Created, Updated: r.Updated}
 }
 
+// DependencyChange is what changes with a dependency, in the same
+// transaction: filter versions pin the dependency contents they were
+// created with, so a new content is a new version of the filters that
+// declare it (Specs), and a content's blob is deleted only once no kept
+// filter version pins it (Drop names those the caller found unpinned).
+type DependencyChange struct {
+	// Specs replaces the specs of these filters, which must exist.
+	Specs map[string]json.RawMessage
+	// Drop lists blobs to delete.
+	Drop []string
+}
+
 // PutDependency creates or replaces a dependency and its data (stored
-// under d.Blob) in one transaction; the previous data blob, when its key
-// differs, is deleted.
-func (s *Store) PutDependency(ctx context.Context, d Dependency, data []byte) (Dependency, error) {
+// under d.Blob), and applies ch, in one transaction. The previous data
+// blob is kept unless ch.Drop names it.
+func (s *Store) PutDependency(ctx context.Context, d Dependency, data []byte, ch DependencyChange) (Dependency, error) {
 	if !ValidFilterName(d.Name) {
 		return Dependency{}, fmt.Errorf("meta: put dependency: %w %q: want 1-63 characters [a-z][a-z0-9-_]*", ErrInvalidDependencyName, d.Name)
 	}
 	if d.Blob == "" || len(data) > maxFilterBlob {
 		return Dependency{}, fmt.Errorf("meta: put dependency: no blob key, or data over %d bytes", maxFilterBlob)
+	}
+	for name, spec := range ch.Specs {
+		if err := checkBlob("filter spec", spec); err != nil {
+			return Dependency{}, fmt.Errorf("meta: put dependency: filter %s: %w", name, err)
+		}
 	}
 	var out Dependency
 	err := s.kv.update(ctx, func(tx kvTx) error {
@@ -170,19 +187,36 @@ func (s *Store) PutDependency(ctx context.Context, d Dependency, data []byte) (D
 		created := now
 		if ok {
 			created = rec.Created
-			if rec.Blob != d.Blob {
-				if err := tx.del(tblFilterBlobs, rec.Blob); err != nil {
-					return err
-				}
-			}
 		}
 		rec = dependencyRecord{V: recordVersion, Name: d.Name, Owner: d.Owner, SHA256: d.SHA256, Blob: d.Blob,
 			Size: int64(len(data)), Doc: d.Doc, Created: created, Updated: now}
+		for _, k := range ch.Drop {
+			if k == d.Blob {
+				continue
+			}
+			if err := tx.del(tblFilterBlobs, k); err != nil {
+				return err
+			}
+		}
 		if err := tx.put(tblFilterBlobs, d.Blob, data); err != nil {
 			return err
 		}
 		if err := putRecord(tx, tblFilterDeps, d.Name, &rec); err != nil {
 			return err
+		}
+		for name, spec := range ch.Specs {
+			var fr filterRecord
+			ok, err := getRecord(tx, tblFilters, name, &fr)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("%w: %q", ErrFilterNotFound, name)
+			}
+			fr.Spec, fr.Updated = spec, now
+			if err := putRecord(tx, tblFilters, name, &fr); err != nil {
+				return err
+			}
 		}
 		out = rec.dep()
 		_, err = bumpVersion(tx)
@@ -191,7 +225,7 @@ func (s *Store) PutDependency(ctx context.Context, d Dependency, data []byte) (D
 	if err != nil {
 		return Dependency{}, fmt.Errorf("meta: put dependency: %w", err)
 	}
-	s.log.Info("filter dependency stored", "dependency", d.Name)
+	s.log.Info("filter dependency stored", "dependency", d.Name, "filters_updated", len(ch.Specs))
 	return out, nil
 }
 
@@ -229,9 +263,10 @@ func (s *Store) ListDependencies(ctx context.Context) ([]Dependency, error) {
 	return out, nil
 }
 
-// DeleteDependency deletes a dependency and its data, or fails with
+// DeleteDependency deletes a dependency and the blobs in drop (its data,
+// unless a kept filter version pins it), or fails with
 // ErrDependencyNotFound.
-func (s *Store) DeleteDependency(ctx context.Context, name string) error {
+func (s *Store) DeleteDependency(ctx context.Context, name string, drop []string) error {
 	err := s.kv.update(ctx, func(tx kvTx) error {
 		var rec dependencyRecord
 		ok, err := getRecord(tx, tblFilterDeps, name, &rec)
@@ -241,8 +276,10 @@ func (s *Store) DeleteDependency(ctx context.Context, name string) error {
 		if !ok {
 			return fmt.Errorf("%w: %q", ErrDependencyNotFound, name)
 		}
-		if err := tx.del(tblFilterBlobs, rec.Blob); err != nil {
-			return err
+		for _, k := range drop {
+			if err := tx.del(tblFilterBlobs, k); err != nil {
+				return err
+			}
 		}
 		return deleteRecord(tx, tblFilterDeps, name, ErrDependencyNotFound)
 	})

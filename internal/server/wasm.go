@@ -97,11 +97,11 @@ func (s announcingFilterStore) DeleteFilterCode(ctx context.Context, name string
 	return s.after(ctx, s.Store.DeleteFilterCode(ctx, name, drop))
 }
 
-func (s announcingFilterStore) PutDependency(ctx context.Context, d meta.Dependency, data []byte) (meta.Dependency, error) {
-	out, err := s.Store.PutDependency(ctx, d, data)
+func (s announcingFilterStore) PutDependency(ctx context.Context, d meta.Dependency, data []byte, ch meta.DependencyChange) (meta.Dependency, error) {
+	out, err := s.Store.PutDependency(ctx, d, data, ch)
 	return out, s.after(ctx, err)
 }
 
-func (s announcingFilterStore) DeleteDependency(ctx context.Context, name string) error {
-	return s.after(ctx, s.Store.DeleteDependency(ctx, name))
+func (s announcingFilterStore) DeleteDependency(ctx context.Context, name string, drop []string) error {
+	return s.after(ctx, s.Store.DeleteDependency(ctx, name, drop))
 }

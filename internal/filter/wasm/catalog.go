@@ -157,15 +157,27 @@ func (c *Catalog) Load(ctx context.Context, entries []meta.FilterEntry) ([]*filt
 }
 
 // load builds one filter's description and returns the module keys it
-// uses.
+// uses. Each version mounts the dependency contents it pins; a version
+// from before pinning mounts the current ones.
 func (c *Catalog) load(ctx context.Context, spec *Spec, deps map[string]meta.Dependency) (*filter.Info, []string, error) {
-	dir, err := c.depsDir(ctx, spec, deps)
-	if err != nil {
-		return nil, nil, fmt.Errorf("filter %q: %w", spec.Name, err)
-	}
 	versions := map[int]Version{}
 	var keys []string
+	var current []DepRef
 	for _, ref := range spec.Modules {
+		pins := ref.Deps
+		if !ref.Pinned && len(spec.Dependencies) > 0 {
+			if current == nil {
+				var err error
+				if current, err = Pins(spec.Descriptor, deps); err != nil {
+					return nil, keys, fmt.Errorf("filter %q: %w", spec.Name, err)
+				}
+			}
+			pins = current
+		}
+		dir, err := c.depsDir(ctx, pins)
+		if err != nil {
+			return nil, keys, fmt.Errorf("filter %q version %d: %w", spec.Name, ref.Version, err)
+		}
 		key := spec.Name + "\x00" + ref.SHA256
 		m, err := c.module(ctx, spec.Name, ref, key)
 		if err != nil {
@@ -232,26 +244,18 @@ func (c *Catalog) retire(used map[string]bool) {
 	}
 }
 
-// depsDir writes the filter's dependencies into a directory named by
-// their contents and returns it; "" when it declares none. A directory is
-// written once (temp + rename) and never changed, so a running request
-// keeps reading the files it started with.
-func (c *Catalog) depsDir(ctx context.Context, spec *Spec, deps map[string]meta.Dependency) (string, error) {
-	if len(spec.Dependencies) == 0 {
+// depsDir writes the dependency contents pins into a directory named by
+// them and returns it; "" when there are none. A directory is written
+// once (temp + rename) and never changed, so a running request keeps
+// reading the files it started with, and versions pinning other contents
+// of a dependency get other directories.
+func (c *Catalog) depsDir(ctx context.Context, pins []DepRef) (string, error) {
+	if len(pins) == 0 {
 		return "", nil
 	}
 	h := sha256.New()
-	var list []meta.Dependency
-	for _, name := range spec.Dependencies {
-		d, ok := deps[name]
-		if !ok {
-			return "", fmt.Errorf("dependency %q does not exist", name)
-		}
-		if d.Owner != "" && d.Owner != spec.Owner {
-			return "", fmt.Errorf("dependency %q belongs to tenant %s", name, d.Owner)
-		}
+	for _, d := range pins {
 		fmt.Fprintf(h, "%s\x00%s\x00", d.Name, d.SHA256)
-		list = append(list, d)
 	}
 	dir := filepath.Join(c.dir, hex.EncodeToString(h.Sum(nil))[:32])
 	if _, err := os.Stat(dir); err == nil {
@@ -262,7 +266,10 @@ func (c *Catalog) depsDir(ctx context.Context, spec *Spec, deps map[string]meta.
 		return "", err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	for _, d := range list {
+	for _, d := range pins {
+		if !meta.ValidFilterName(d.Name) {
+			return "", fmt.Errorf("dependency name %q is not valid", d.Name)
+		}
 		data, err := c.store.GetFilterBlob(ctx, d.Blob)
 		if err != nil {
 			return "", fmt.Errorf("dependency %q: %w", d.Name, err)
@@ -299,13 +306,14 @@ func Digest(b []byte) string {
 }
 
 // Update returns the spec after registering a new version of prev (nil
-// for a new filter) with descriptor d and code, the blob key to store
-// code under, and the blob keys the update no longer needs. nil code
-// keeps the current module (a change of the description only): blob is
-// then "". A reversible filter keeps every earlier version's module,
-// since objects written by them are undone with them, and so can never
-// stop being reversible.
-func Update(prev *Spec, d Descriptor, code []byte) (spec *Spec, blob string, drop []string, err error) {
+// for a new filter) with descriptor d and code, mounting the dependency
+// contents pins (Pins), the blob key to store code under, and the module
+// blob keys the update no longer needs. nil code keeps the current module
+// (a change of the description, or of a dependency's content, only):
+// blob is then "". A reversible filter keeps every earlier version's
+// module and pinned dependencies, since objects written by them are
+// undone with them, and so can never stop being reversible.
+func Update(prev *Spec, d Descriptor, code []byte, pins []DepRef) (spec *Spec, blob string, drop []string, err error) {
 	spec = &Spec{Kind: SpecKind, Descriptor: d, Version: 1}
 	var ref ModuleRef
 	if prev != nil {
@@ -334,6 +342,7 @@ func Update(prev *Spec, d Descriptor, code []byte) (spec *Spec, blob string, dro
 		blob = BlobKey(d.Name, spec.Version)
 		ref = ModuleRef{Version: spec.Version, SHA256: Digest(code), Blob: blob, Size: int64(len(code))}
 	}
+	ref.Deps, ref.Pinned = slices.Clone(pins), true
 	spec.Modules = append(spec.Modules, ref)
 	return spec, blob, drop, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -35,7 +36,15 @@ func (s *memStore) ListDependencies(context.Context) ([]meta.Dependency, error) 
 
 func (s *memStore) register(t *testing.T, prev *Spec, d Descriptor, code []byte) (*Spec, meta.FilterEntry) {
 	t.Helper()
-	spec, blob, drop, err := Update(prev, d, code)
+	deps := map[string]meta.Dependency{}
+	for _, dep := range s.deps {
+		deps[dep.Name] = dep
+	}
+	pins, err := Pins(d, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, blob, drop, err := Update(prev, d, code, pins)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,15 +193,90 @@ func TestCatalogMountsDependencies(t *testing.T) {
 		t.Errorf("a write to the file system: %v", err)
 	}
 
-	// A dependency of another tenant, or a missing one, fails that filter
-	// alone.
+	// A spec from before versions pinned their dependencies mounts the
+	// current ones: a dependency of another tenant, or a missing one,
+	// fails that filter alone.
+	var legacy Spec
+	if err := json.Unmarshal(e.Spec, &legacy); err != nil {
+		t.Fatal(err)
+	}
+	for i := range legacy.Modules {
+		legacy.Modules[i].Deps, legacy.Modules[i].Pinned = nil, false
+	}
+	raw, _ := json.Marshal(legacy)
+	le := meta.FilterEntry{Name: e.Name, Spec: raw}
+	if infos, err := c.Load(ctx, []meta.FilterEntry{le}); err != nil || len(infos) != 1 {
+		t.Fatalf("a spec without pins did not load: %v", err)
+	}
 	st.deps[0].Owner = "other"
-	if infos, err := c.Load(ctx, []meta.FilterEntry{e}); err == nil || len(infos) != 0 {
+	if infos, err := c.Load(ctx, []meta.FilterEntry{le}); err == nil || len(infos) != 0 {
 		t.Fatalf("another tenant's dependency loaded: %v", err)
 	}
 	st.deps = nil
-	if _, err := c.Load(ctx, []meta.FilterEntry{e}); err == nil {
+	if _, err := c.Load(ctx, []meta.FilterEntry{le}); err == nil {
 		t.Fatal("a missing dependency loaded")
+	}
+	// A pinned version needs its pinned content, whatever the current
+	// dependencies are.
+	if infos, err := c.Load(ctx, []meta.FilterEntry{e}); err != nil || len(infos) != 1 {
+		t.Fatalf("a pinned version did not load without the current dependency: %v", err)
+	}
+	delete(st.blobs, "dep/words")
+	if _, err := newCatalog(t, st).Load(ctx, []meta.FilterEntry{e}); err == nil {
+		t.Fatal("a version loaded without its pinned dependency's data")
+	}
+}
+
+// TestCatalogVersionsMountTheirDependencies: a reversible filter's old
+// version, kept to undo the objects it wrote, mounts the dependency
+// content it was created with; the current version mounts the new one.
+func TestCatalogVersionsMountTheirDependencies(t *testing.T) {
+	ctx := context.Background()
+	v1data, v2data := []byte("dictionary one\n"), []byte("dictionary two, longer\n")
+	st := &memStore{blobs: map[string][]byte{"dep/words/1": v1data},
+		deps: []meta.Dependency{{Name: "words", SHA256: Digest(v1data), Blob: "dep/words/1"}}}
+	c := newCatalog(t, st)
+	d := Descriptor{Name: "dictrev", Methods: []filter.Method{filter.MethodPut}, Stages: []filter.Stage{filter.StageGateway},
+		Reversible: true, Dependencies: []string{"words"},
+		Params: []filter.ParamSpec{{Name: "mode", Type: filter.TypeString}, {Name: "arg", Type: filter.TypeString}}}
+	v1, _ := st.register(t, nil, d, moduleBytes(t, "hostile"))
+	// The dependency gets a new content: the filter a new version, same
+	// module.
+	st.blobs["dep/words/2"] = v2data
+	st.deps = []meta.Dependency{{Name: "words", SHA256: Digest(v2data), Blob: "dep/words/2"}}
+	_, e2 := st.register(t, v1, d, nil)
+	infos, err := c.Load(ctx, []meta.FilterEntry{e2})
+	if err != nil || len(infos) != 1 || infos[0].Version != 2 {
+		t.Fatalf("load: %v %+v", err, infos)
+	}
+	f, err := infos[0].New(filter.Params{"mode": "dep", "arg": "words"}, filter.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := f.(filter.Reversible)
+	// Version 2 (current) writes with the new dictionary.
+	enc, _, err := rev.Encode(ctx, &filter.Request{Method: filter.MethodPut, Size: 1}, bytes.NewReader([]byte("x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(enc); err != nil || !bytes.Equal(got, v2data) {
+		t.Fatalf("current version read %q, %v; want the new dependency", got, err)
+	}
+	// Undoing an object version 1 wrote runs version 1 with its own.
+	src := &memSource{b: []byte("stored")}
+	rec := filter.Record{Filter: "dictrev", Version: 1, Size: src.Size(),
+		Params: map[string]string{"mode": "dep", "arg": "words", sizeParam: strconv.Itoa(len(v1data))}}
+	view, err := rev.Decode(ctx, &filter.Request{Method: filter.MethodGet}, rec, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := view.Open(ctx, 0, view.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if got, err := io.ReadAll(rc); err != nil || !bytes.Equal(got, v1data) {
+		t.Fatalf("version 1 read %q, %v; want the dependency it was created with", got, err)
 	}
 }
 

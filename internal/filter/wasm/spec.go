@@ -153,12 +153,57 @@ type Spec struct {
 	Modules []ModuleRef `json:"modules"`
 }
 
-// ModuleRef names one version's module blob in the store.
+// ModuleRef names one version's module blob in the store, and the
+// dependency contents the version mounts.
 type ModuleRef struct {
 	Version int    `json:"version"`
 	SHA256  string `json:"sha256"`
 	Blob    string `json:"blob"`
 	Size    int64  `json:"size"`
+	// Deps are the dependency contents the version was created with, and
+	// mounts for as long as it is kept: an object a reversible filter
+	// wrote is undone with the module and the dictionaries that wrote it.
+	// A new content of a dependency is a new version of the filters that
+	// declare it. Pinned is false in specs written before versions
+	// pinned their dependencies; those mount the current contents.
+	Deps   []DepRef `json:"deps,omitempty"`
+	Pinned bool     `json:"pinned,omitempty"`
+}
+
+// DepRef pins one dependency's content.
+type DepRef struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+	Blob   string `json:"blob"`
+}
+
+// Pins returns the dependency contents the descriptor's dependencies
+// have now, from deps (by name); a dependency missing or of another
+// tenant is an error.
+func Pins(d Descriptor, deps map[string]meta.Dependency) ([]DepRef, error) {
+	out := make([]DepRef, 0, len(d.Dependencies))
+	for _, name := range d.Dependencies {
+		dep, ok := deps[name]
+		if !ok {
+			return nil, fmt.Errorf("dependency %q does not exist", name)
+		}
+		if dep.Owner != "" && dep.Owner != d.Owner {
+			return nil, fmt.Errorf("dependency %q belongs to tenant %s", name, dep.Owner)
+		}
+		out = append(out, DepRef{Name: dep.Name, SHA256: dep.SHA256, Blob: dep.Blob})
+	}
+	return out, nil
+}
+
+// DepBlobs lists the dependency blobs the kept versions of s pin.
+func (s *Spec) DepBlobs() []string {
+	var out []string
+	for _, m := range s.Modules {
+		for _, d := range m.Deps {
+			out = append(out, d.Blob)
+		}
+	}
+	return out
 }
 
 // SpecKind is Spec.Kind.

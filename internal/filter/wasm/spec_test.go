@@ -75,17 +75,17 @@ func FuzzParseDescriptor(f *testing.F) {
 
 func TestUpdateKeepsReversibleVersions(t *testing.T) {
 	d := Descriptor{Name: "x", Methods: []filter.Method{filter.MethodPut}, Stages: []filter.Stage{filter.StageGateway}, Reversible: true}
-	v1, blob, drop, err := Update(nil, d, []byte("one"))
+	v1, blob, drop, err := Update(nil, d, []byte("one"), nil)
 	if err != nil || v1.Version != 1 || blob != BlobKey("x", 1) || drop != nil || len(v1.Modules) != 1 {
 		t.Fatalf("v1 %+v %q %v %v", v1, blob, drop, err)
 	}
-	v2, blob, drop, err := Update(v1, d, []byte("two"))
+	v2, blob, drop, err := Update(v1, d, []byte("two"), nil)
 	if err != nil || v2.Version != 2 || blob != BlobKey("x", 2) || drop != nil || len(v2.Modules) != 2 {
 		t.Fatalf("v2 %+v %q %v %v", v2, blob, drop, err)
 	}
 	// A description change keeps the code: same blob, new version.
 	d.Doc = "new doc"
-	v3, blob, _, err := Update(v2, d, nil)
+	v3, blob, _, err := Update(v2, d, nil, nil)
 	if err != nil || blob != "" || v3.Version != 3 {
 		t.Fatalf("v3 %+v %q %v", v3, blob, err)
 	}
@@ -93,17 +93,17 @@ func TestUpdateKeepsReversibleVersions(t *testing.T) {
 		t.Fatalf("v3 module %+v", m)
 	}
 	d.Reversible = false
-	if _, _, _, err := Update(v3, d, []byte("x")); err == nil {
+	if _, _, _, err := Update(v3, d, []byte("x"), nil); err == nil {
 		t.Fatal("a reversible filter became one-way")
 	}
 	// A one-way filter keeps only its current module.
 	ow := Descriptor{Name: "y", Methods: []filter.Method{filter.MethodPut}, Stages: []filter.Stage{filter.StageGateway}}
-	w1, _, _, _ := Update(nil, ow, []byte("one"))
-	w2, _, drop, _ := Update(w1, ow, []byte("two"))
+	w1, _, _, _ := Update(nil, ow, []byte("one"), nil)
+	w2, _, drop, _ := Update(w1, ow, []byte("two"), nil)
 	if len(w2.Modules) != 1 || len(drop) != 1 || drop[0] != BlobKey("y", 1) {
 		t.Fatalf("one-way update: %+v drop %v", w2.Modules, drop)
 	}
-	if _, _, _, err := Update(nil, ow, nil); err == nil {
+	if _, _, _, err := Update(nil, ow, nil, nil); err == nil {
 		t.Fatal("a new filter without a module")
 	}
 	raw, _ := json.Marshal(v3)

@@ -384,3 +384,31 @@ def test_get_transform_streams_large_objects_chunked(server, tenant, s3):
         s3.get_object(Bucket=b2, Key="x")
     err = e.value.response["Error"]
     assert err["Code"] == "FilterFailed" and bad in err["Message"] and "trapped" in err["Message"], err
+
+
+def test_old_version_mounts_the_dependency_it_was_created_with(server, tenant, s3, tmp_path):
+    """A reversible filter whose output depends on a dictionary: after the
+    dictionary changes, objects written before are undone by the version
+    that wrote them, mounting the dictionary it was created with."""
+    dep = uniq("dict")
+    f = tmp_path / "dict.txt"
+    one, two = b"dictionary, first edition\n", b"dictionary, second and longer edition\n"
+    f.write_bytes(one)
+    ctl_json(server, "filter", "dependency", "create", dep, "--file", str(f), "--owner", tenant["tenant"])
+    name = uniq("deprev")
+    create_filter(server, name, "hostile", "--methods", "PUT", "--stages", "gateway", "--reversible",
+                  "--owner", tenant["tenant"], "--param", "mode:string:", "--param", "arg:string:", "--dependency", dep)
+    b = new_bucket(s3)
+    policy(server, f"FOR BUCKET {tenant['tenant']}/{b} DO SET {name} WITH mode=dep, arg={dep}")
+    # In this mode the module writes the dictionary, in both directions: a
+    # GET returns the dictionary its version mounts, which must have the
+    # written object's size (the decoder checks it).
+    s3.put_object(Bucket=b, Key="old", Body=one)
+    assert s3.get_object(Bucket=b, Key="old")["Body"].read() == one
+
+    f.write_bytes(two)
+    ctl_json(server, "filter", "dependency", "create", dep, "--file", str(f), "--owner", tenant["tenant"])
+    assert ctl_json(server, "filter", "show", name)["version"] == 2
+    s3.put_object(Bucket=b, Key="new", Body=two)
+    assert s3.get_object(Bucket=b, Key="new")["Body"].read() == two
+    assert s3.get_object(Bucket=b, Key="old")["Body"].read() == one
