@@ -31,7 +31,8 @@ type NBDOptions struct {
 	Size    int64         // bytes each volume and file holds (default 512 MiB)
 	Out     io.Writer     // the report
 	Log     io.Writer     // progress lines (nil: none)
-	// Only runs a subset: "vs-nbdkit", "throttle", "filters" (empty: all).
+	// Only runs a subset: "vs-nbdkit", "throttle", "filters", "tls"
+	// (empty: all).
 	Only string
 	// Slots is each pool's I/O concurrency (block.Config.Slots; 0: default).
 	Slots int
@@ -103,7 +104,7 @@ func RunNBD(ctx context.Context, o NBDOptions) error {
 	b.addr = ln.Addr().String()
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	srv := nbd.New(nbd.Config{Exports: b.mgr})
+	srv := nbd.New(nbd.Config{Exports: b.mgr, TLS: b.mgr.NBDTLS(nil)})
 	go srv.Serve(sctx, ln)
 	go b.mgr.Run(sctx)
 
@@ -115,12 +116,17 @@ func RunNBD(ctx context.Context, o NBDOptions) error {
 		}
 	}
 	if o.Only == "" || o.Only == "throttle" {
-		if err := b.throttles(ctx); err != nil {
+		if err := b.throttleExperiment(ctx); err != nil {
 			return err
 		}
 	}
 	if o.Only == "" || o.Only == "filters" {
 		if err := b.filters(ctx); err != nil {
+			return err
+		}
+	}
+	if o.Only == "" || o.Only == "tls" {
+		if err := b.tlsCost(ctx); err != nil {
 			return err
 		}
 	}
@@ -244,15 +250,17 @@ func toolVersion(name string) string {
 	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
 }
 
-// startNbdkit serves file with nbdkit's file plugin on a free port.
-func startNbdkit(ctx context.Context, file string) (string, func(), error) {
+// startNbdkit serves file with nbdkit's file plugin on a free port;
+// extra are nbdkit options (TLS).
+func startNbdkit(ctx context.Context, file string, extra ...string) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	ln.Close()
-	cmd := exec.CommandContext(ctx, "nbdkit", "-f", "--exit-with-parent", "-i", "127.0.0.1", "-p", port, "file", "file="+file)
+	args := append([]string{"-f", "--exit-with-parent", "-i", "127.0.0.1", "-p", port}, extra...)
+	cmd := exec.CommandContext(ctx, "nbdkit", append(args, "file", "file="+file)...)
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
@@ -327,115 +335,6 @@ func (b *nbdBench) vsNbdkit(ctx context.Context) error {
 		}
 		b.logf("%s: facet %.0f %s, nbdkit %.0f %s", w.label, vals[0], unit, vals[1], unit)
 		fmt.Fprintf(b.opts.Out, "| %s | %.0f %s | %.0f %s | %.2f× |\n", w.label, vals[0], unit, vals[1], unit, vals[0]/vals[1])
-	}
-	fmt.Fprintln(b.opts.Out)
-	return nil
-}
-
-// throttles is the sources' experiment (seeds/000 §9.4.4): four volumes
-// throttled at 3/5/7/7 MB/s and 3K/5K/7K/7K IO/s, reads and writes, all
-// four running at once. Bandwidth throttles come from a policy, IO/s
-// throttles from the API, changed while the volumes stay open.
-func (b *nbdBench) throttles(ctx context.Context) error {
-	names := []string{"t1", "t2", "t3", "t4"}
-	mbs := []float64{3, 5, 7, 7}
-	var uris []string
-	for _, n := range names {
-		u, err := b.volume(ctx, n)
-		if err != nil {
-			return err
-		}
-		uris = append(uris, u)
-	}
-	var pol strings.Builder
-	for i, n := range names {
-		fmt.Fprintf(&pol, "FOR VOLUME %s DO SET throttle WITH read_bw=%gMB/s, write_bw=%gMB/s\n", n, mbs[i], mbs[i])
-	}
-	if err := b.setPolicies(pol.String()); err != nil {
-		return err
-	}
-	fmt.Fprintf(b.opts.Out, "### Throttles: the sources' experiment (4 volumes at once)\n\n")
-	fmt.Fprintf(b.opts.Out, "MB/s from `FOR VOLUME tN DO SET throttle WITH read_bw=…, write_bw=…` (64 KiB requests, iodepth 4); IO/s set through the API\n(`PUT /v1/volumes/tN/throttle`) on the same open volumes (4 KiB random, iodepth 64: at 16, a throttled request waits 16/rate ≈ 2.3 ms at 7K IO/s, and on a loaded machine late wake-ups of the client and server then leave the pipeline empty, which shows as missing IO/s that the throttle did not withhold). Error = measured / target − 1.\n\n")
-	fmt.Fprintf(b.opts.Out, "| run | volume | target | measured | error |\n|---|---|---:|---:|---:|\n")
-	report := func(run string, targets, got []float64, unit string) {
-		for i := range targets {
-			e := got[i]/targets[i] - 1
-			name := names[len(names)-len(targets)+i]
-			b.logf("%s %s: target %.0f %s, measured %.1f (%+.2f%%)", run, name, targets[i], unit, got[i], 100*e)
-			fmt.Fprintf(b.opts.Out, "| %s | %s | %.0f %s | %.2f %s | %+.2f%% |\n", run, name, targets[i], unit, got[i], unit, 100*e)
-		}
-	}
-	rt := max(b.opts.Runtime, 10*time.Second)
-	for _, rw := range []string{"write", "read"} {
-		var jobs []fioJob
-		for i, u := range uris {
-			jobs = append(jobs, fioJob{name: names[i], uri: u, rw: rw, bs: "64k", depth: 4})
-		}
-		bw, _, err := b.fio(ctx, rt, jobs...)
-		if err != nil {
-			return err
-		}
-		for i := range bw {
-			bw[i] /= 1e6
-		}
-		report(rw+" MB/s", mbs, bw, "MB/s")
-	}
-	if err := b.setPolicies(""); err != nil {
-		return err
-	}
-	ops := []float64{3000, 5000, 7000, 7000}
-	for i, n := range names {
-		if _, err := b.mgr.SetThrottle(ctx, n, meta.Throttle{ReadIOPS: int64(ops[i]), WriteIOPS: int64(ops[i])}); err != nil {
-			return err
-		}
-	}
-	var capacity []string
-	for _, rw := range []string{"randwrite", "randread"} {
-		var jobs []fioJob
-		for i, u := range uris {
-			jobs = append(jobs, fioJob{name: names[i], uri: u, rw: rw, bs: "4k", depth: 64})
-		}
-		_, iops, err := b.fio(ctx, rt, jobs...)
-		if err != nil {
-			return err
-		}
-		report(rw+" IO/s", ops, iops, "IO/s")
-		// What the same four jobs get unthrottled, in the same run: when
-		// it is below the 22K IO/s asked for, the machine, not the
-		// throttle, is the bottleneck.
-		for _, n := range names {
-			if _, err := b.mgr.SetThrottle(ctx, n, meta.Throttle{}); err != nil {
-				return err
-			}
-		}
-		_, free, err := b.fio(ctx, rt, jobs...)
-		if err != nil {
-			return err
-		}
-		total := 0.0
-		for _, x := range free {
-			total += x
-		}
-		capacity = append(capacity, fmt.Sprintf("%s %.0f IO/s", rw, total))
-		for i, n := range names {
-			if _, err := b.mgr.SetThrottle(ctx, n, meta.Throttle{ReadIOPS: int64(ops[i]), WriteIOPS: int64(ops[i])}); err != nil {
-				return err
-			}
-		}
-	}
-	// One volume alone at 7K IO/s: the throttle without contention.
-	for _, rw := range []string{"randwrite", "randread"} {
-		_, iops, err := b.fio(ctx, rt, fioJob{name: "alone", uri: uris[3], rw: rw, bs: "4k", depth: 64})
-		if err != nil {
-			return err
-		}
-		report(rw+" IO/s, t4 alone", ops[3:], iops, "IO/s")
-	}
-	fmt.Fprintf(b.opts.Out, "\nLoad average after the experiment: %s. The same four IO/s jobs unthrottled, in the same run: %s in total (the experiment asks for 22000).\n", loadAvg(), strings.Join(capacity, ", "))
-	for _, n := range names {
-		if _, err := b.mgr.SetThrottle(ctx, n, meta.Throttle{}); err != nil {
-			return err
-		}
 	}
 	fmt.Fprintln(b.opts.Out)
 	return nil

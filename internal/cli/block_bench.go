@@ -17,7 +17,7 @@ func newBenchNBDCommand() *cobra.Command {
 	var size, cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "nbd",
-		Short: "Block storage: fio through Facet's NBD server vs nbdkit's file plugin, the 4-volume throttle experiment, filter costs",
+		Short: "Block storage: fio through Facet's NBD server vs nbdkit's file plugin, the 4-volume throttle experiment, filter costs, TLS-PSK cost",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Dir == "" {
 				d, err := os.MkdirTemp("", "facet-bench-nbd-")
@@ -52,7 +52,7 @@ func newBenchNBDCommand() *cobra.Command {
 	f.StringVar(&size, "size", "512MiB", "bytes per volume")
 	f.IntVar(&o.Slots, "slots", 0, "I/Os a pool runs at once before its fair-share queue orders the rest (0: the server's default)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the block stage (it runs in this process) to this file")
-	f.StringVar(&o.Only, "only", "", "run one part: vs-nbdkit, throttle or filters")
+	f.StringVar(&o.Only, "only", "", "run one part: vs-nbdkit, throttle, filters or tls")
 	return cmd
 }
 

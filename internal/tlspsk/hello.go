@@ -211,6 +211,20 @@ func (ch *clientHello) offersTLS13() bool {
 	return false
 }
 
+// offersTLS12PSK reports whether the client lists a TLS 1.2 PSK cipher
+// suite (RFC 4279, 5487, 5489, 6655, 7905, 8442 ranges).
+func (ch *clientHello) offersTLS12PSK() bool {
+	for _, id := range ch.suites {
+		switch {
+		case id >= 0x008a && id <= 0x0095, id >= 0x00a8 && id <= 0x00b9, id >= 0xc033 && id <= 0xc03b,
+			id >= 0xc064 && id <= 0xc06b, id >= 0xc08e && id <= 0xc09b, id >= 0xc0a4 && id <= 0xc0ab,
+			id >= 0xccab && id <= 0xccae, id >= 0xd001 && id <= 0xd005:
+			return true
+		}
+	}
+	return false
+}
+
 func (ch *clientHello) allowsMode(m byte) bool {
 	for _, x := range ch.pskModes {
 		if x == m {

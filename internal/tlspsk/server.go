@@ -55,6 +55,10 @@ func (s *Server) Handshake(ctx context.Context, nc net.Conn) (net.Conn, string, 
 	if err != nil {
 		return nil, "", c.handshakeFailed(ctx, err)
 	}
+	if !hello.hasPSK && !hello.offersTLS13() && hello.offersTLS12PSK() {
+		// Certificates would only confuse a PSK client: say what is wrong.
+		return nil, "", c.handshakeFailed(ctx, alertf(alertProtocolVersion, "client offers TLS 1.2 PSK only; this server speaks TLS 1.3 PSK"))
+	}
 	if !hello.hasPSK && s.cfg.Fallback != nil {
 		return s.fallback(ctx, nc, io.MultiReader(bytes.NewReader(raw), c.r))
 	}

@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNBDPSK: a tenant's volume is exported over STARTTLS with TLS 1.3
+// PSK to the real GnuTLS clients (qemu-img/qemu-io's tls-creds-psk,
+// nbdinfo/nbdcopy's tls-psk-file) holding the owner's key. Another
+// tenant's key, a wrong key for the owner's name, a revoked key and a
+// TLS 1.2-only client are refused; plain NBD works on loopback, and a
+// server that treats every peer as remote (--nbd-require-tls, the
+// non-loopback rule applied to loopback) refuses a client that skips TLS.
+func TestNBDPSK(t *testing.T) {
+	data := t.TempDir()
+	token := "e2e-admin-" + randHex(8)
+	srv := startBlockServer(t, data, token)
+	srv.createTenant(t, "acme")
+	srv.createTenant(t, "bob")
+	srv.mustCtl(t, "pool", "create", "p", "--dir", filepath.Join(data, "pool"), "--capacity", "1GiB", "--usage", "best-effort")
+	srv.mustCtl(t, "volume", "create", "acme-vol", "--tenant", "acme", "--size", "32MiB", "--class", "best-effort")
+	srv.mustCtl(t, "volume", "create", "bob-vol", "--tenant", "bob", "--size", "16MiB", "--class", "best-effort")
+
+	keys := t.TempDir()
+	acme, bob := filepath.Join(keys, "acme.psk"), filepath.Join(keys, "bob.psk")
+	srv.mustCtl(t, "volume", "client-psk", "acme", "--file", acme)
+	srv.mustCtl(t, "volume", "client-psk", "bob", "--file", bob)
+	if _, err := srv.ctl(t, "volume", "client-psk", "nobody", "--file", filepath.Join(keys, "x")); err == nil {
+		t.Error("a PSK was created for a tenant that does not exist")
+	}
+	line, err := os.ReadFile(acme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, key, ok := strings.Cut(strings.TrimSpace(string(line)), ":"); !ok || id != "acme" || len(key) != 64 {
+		t.Fatalf("PSK file is not identity:hexkey: %q", line)
+	}
+	wrong := filepath.Join(keys, "wrong.psk")
+	wk := make([]byte, 32)
+	rand.Read(wk)
+	if err := os.WriteFile(wrong, []byte("acme:"+hex.EncodeToString(wk)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	nbds := func(user, volume, pskFile string) string {
+		return "nbds://" + user + "@" + srv.nbdAddr + "/" + volume + "?tls-psk-file=" + pskFile
+	}
+	host, port, _ := strings.Cut(srv.nbdAddr, ":")
+	// qemu reads DIR/keys.psk.
+	qemuDir := func(pskFile string) string {
+		dir := t.TempDir()
+		b, err := os.ReadFile(pskFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "keys.psk"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	qemuPSK := func(dir, user, volume, priority string, nbdPort string) []string {
+		obj := "tls-creds-psk,id=tls0,endpoint=client,dir=" + dir + ",username=" + user
+		if priority != "" {
+			obj += ",priority=" + priority
+		}
+		return []string{"--object", obj, "--image-opts", "driver=nbd,host=" + host + ",port=" + nbdPort + ",export=" + volume + ",tls-creds=tls0"}
+	}
+	acmeDir, bobDir, wrongDir := qemuDir(acme), qemuDir(bob), qemuDir(wrong)
+
+	t.Run("owner", func(t *testing.T) {
+		out := run(t, "nbdinfo", nbds("acme", "acme-vol", acme))
+		if !strings.Contains(out, "with TLS") || !strings.Contains(out, "export-size: 33554432") {
+			t.Fatalf("nbdinfo as the owner:\n%s", out)
+		}
+		q := qemuPSK(acmeDir, "acme", "acme-vol", "", port)
+		run(t, "qemu-io", q[0], q[1], "-c", "write -P 0x42 24M 1M", "-c", "read -P 0x42 24M 1M", q[2], q[3])
+		// nbdcopy in over PSK, out again in plain over loopback.
+		src, back := filepath.Join(t.TempDir(), "src"), filepath.Join(t.TempDir(), "back")
+		img := make([]byte, 8<<20)
+		rand.Read(img)
+		if err := os.WriteFile(src, img, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run(t, "nbdcopy", src, nbds("acme", "acme-vol", acme))
+		run(t, "nbdcopy", srv.uri("acme-vol"), back)
+		got, err := os.ReadFile(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 32<<20 || !bytes.Equal(got[:8<<20], img) || !allBytes(got[8<<20:24<<20], 0) || !allBytes(got[24<<20:25<<20], 0x42) {
+			t.Fatal("nbdcopy round trip over TLS-PSK changed the data")
+		}
+	})
+
+	t.Run("GnuTLS variants", func(t *testing.T) {
+		// Real GnuTLS with priority strings: psk_ke without (EC)DHE, a
+		// P-256 share, ChaCha20-Poly1305 all connect.
+		for _, prio := range []string{"NORMAL:-KX-ALL:+PSK", "NORMAL:+ECDHE-PSK:-GROUP-ALL:+GROUP-SECP256R1",
+			"NORMAL:+ECDHE-PSK:-CIPHER-ALL:+CHACHA20-POLY1305"} {
+			run(t, "qemu-img", append([]string{"info"}, qemuPSK(acmeDir, "acme", "acme-vol", prio, port)...)...)
+		}
+		// TLS 1.2 PSK is not served.
+		if out, err := runErr("qemu-img", append([]string{"info"}, qemuPSK(acmeDir, "acme", "acme-vol", "NORMAL:-VERS-TLS1.3:+PSK:+ECDHE-PSK", port)...)...); err == nil {
+			t.Fatalf("a TLS 1.2-only client connected:\n%s", out)
+		}
+	})
+
+	t.Run("others refused", func(t *testing.T) {
+		// Bob's key authenticates bob, who does not own acme-vol.
+		if out, err := runErr("nbdinfo", nbds("bob", "acme-vol", bob)); err == nil {
+			t.Fatalf("another tenant's key opened the volume:\n%s", out)
+		}
+		if out := run(t, "nbdinfo", "--list", "nbds://bob@"+srv.nbdAddr+"/?tls-psk-file="+bob); strings.Contains(out, "acme-vol") || !strings.Contains(out, "bob-vol") {
+			t.Fatalf("bob's listing:\n%s", out)
+		}
+		if out, err := runErr("qemu-img", append([]string{"info"}, qemuPSK(bobDir, "bob", "acme-vol", "", port)...)...); err == nil {
+			t.Fatalf("qemu-img with another tenant's key:\n%s", out)
+		}
+		// A wrong key under the owner's name fails the handshake.
+		if out, err := runErr("nbdinfo", nbds("acme", "acme-vol", wrong)); err == nil || !strings.Contains(out, "TLS") {
+			t.Fatalf("a wrong key for acme: %v\n%s", err, out)
+		}
+		if out, err := runErr("qemu-io", append(qemuPSK(wrongDir, "acme", "acme-vol", "", port)[:2], "-c", "read 0 4k", "--image-opts", qemuPSK(wrongDir, "acme", "acme-vol", "", port)[3])...); err == nil {
+			t.Fatalf("qemu-io with a wrong key:\n%s", out)
+		}
+	})
+
+	t.Run("revoke and replace", func(t *testing.T) {
+		srv.mustCtl(t, "volume", "revoke-psk", "bob")
+		if out, err := runErr("nbdinfo", "--list", "nbds://bob@"+srv.nbdAddr+"/?tls-psk-file="+bob); err == nil {
+			t.Fatalf("a revoked key still connects:\n%s", out)
+		}
+		if _, err := srv.ctl(t, "volume", "revoke-psk", "bob"); err == nil {
+			t.Error("revoking twice succeeded")
+		}
+		bob2 := filepath.Join(keys, "bob2.psk")
+		srv.mustCtl(t, "volume", "client-psk", "bob", "--file", bob2)
+		run(t, "nbdinfo", nbds("bob", "bob-vol", bob2))
+	})
+
+	// Every peer treated as remote: plain is refused, PSK works, and the
+	// data written over PSK before the restart is there.
+	srv.terminate(30 * time.Second)
+	s2 := &server{t: t, dataDir: data, s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: token, done: make(chan struct{})}
+	nbdAddr := freeAddr(t)
+	if err := s2.launch([]string{"serve", "--data", data, "--s3-addr", s2.s3Addr, "--admin-addr", s2.adminAddr,
+		"--admin-token", token, "--nbd-addr", nbdAddr, "--nbd-require-tls"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runErr("nbdinfo", "nbd://"+nbdAddr+"/acme-vol"); err == nil || !strings.Contains(out, "TLS") {
+		t.Fatalf("plain client where TLS is required: %v\n%s", err, out)
+	}
+	_, port2, _ := strings.Cut(nbdAddr, ":")
+	q := qemuPSK(acmeDir, "acme", "acme-vol", "", port2)
+	run(t, "qemu-io", q[0], q[1], "-c", "read -P 0x42 24M 1M", q[2], q[3])
+}
