@@ -57,6 +57,9 @@ type Config struct {
 	// queue orders the rest (default 8: more concurrent writes only
 	// contend for the file's lock, measured by facet bench nbd --slots).
 	Slots int
+	// ThrottleWindow is the time a throttle's burst covers
+	// (default DefaultBurstWindow).
+	ThrottleWindow time.Duration
 	// Filters is the block filter list (default bfilter.Builtin).
 	Filters *bfilter.Registry
 	// TLSDir holds the NBD CA that signs tenants' client certificates;
@@ -98,6 +101,9 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.Slots <= 0 {
 		cfg.Slots = 8
+	}
+	if cfg.ThrottleWindow <= 0 {
+		cfg.ThrottleWindow = DefaultBurstWindow
 	}
 	if cfg.Filters == nil {
 		cfg.Filters = bfilter.NewRegistry(bfilter.Builtin()...)
@@ -352,7 +358,8 @@ func (m *Manager) openVolume(ctx context.Context, rec meta.Volume) (*volume, err
 		m.stats[rec.Name] = st0
 	}
 	v := &volume{rec: rec, flows: map[*gate]*flow{}, stats: st0,
-		readBW: newBucket(0, 0), writeBW: newBucket(0, 0), readOps: newBucket(0, 0), writeOps: newBucket(0, 0)}
+		readBW: newBucket(0, 0, m.cfg.ThrottleWindow), writeBW: newBucket(0, 0, m.cfg.ThrottleWindow),
+		readOps: newBucket(0, 0, m.cfg.ThrottleWindow), writeOps: newBucket(0, 0, m.cfg.ThrottleWindow)}
 	usage := ""
 	if len(rec.Extents) > 0 {
 		usage = m.pools[rec.Extents[0].Pool].Usage

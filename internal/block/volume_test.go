@@ -24,7 +24,7 @@ func testVolume(t *testing.T, size int64, width int, stack ...string) *device {
 	}
 	g := newGate(4)
 	v := &volume{rec: rec, flows: map[*gate]*flow{}, stats: &volumeStats{}, costFn: costOf(ClassRandom),
-		readBW: newBucket(0, 0), writeBW: newBucket(0, 0), readOps: newBucket(0, 0), writeOps: newBucket(0, 0)}
+		readBW: newBucket(0, 0, DefaultBurstWindow), writeBW: newBucket(0, 0, DefaultBurstWindow), readOps: newBucket(0, 0, DefaultBurstWindow), writeOps: newBucket(0, 0, DefaultBurstWindow)}
 	back, err := openBacking(rec, pools, func(string) flowGate { return flowGate{g: g, f: &flow{weight: 1}} }, true)
 	if err != nil {
 		t.Fatal(err)

@@ -76,19 +76,41 @@ func TestGateNoWaitWhenIdle(t *testing.T) {
 }
 
 func TestBucketRate(t *testing.T) {
-	b := newBucket(0, 0)
+	b := newBucket(0, 0, DefaultBurstWindow)
 	if err := b.wait(t.Context(), 1e12); err != nil {
 		t.Fatal("an unlimited bucket waits")
 	}
-	b.set(2000, 1) // 2000 tokens/s, burst 200
+	b.set(2000, 1) // 2000 tokens/s; set from unlimited, it starts empty
 	start := time.Now()
 	for range 420 {
 		if err := b.wait(t.Context(), 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// 200 burst + 220 at 2000/s: at least 110 ms.
-	if d := time.Since(start); d < 105*time.Millisecond {
+	// No burst at the start: 420 at 2000/s take at least 210 ms.
+	if d := time.Since(start); d < 200*time.Millisecond {
 		t.Fatalf("420 takes at 2000/s took %v", d)
+	}
+}
+
+// A stall of the process (not scheduled for half a second) while takers
+// were in debt must not cost the volume its rate: the tokens of the stall,
+// up to one window, are there when it runs again.
+func TestBucketStallKeepsTokens(t *testing.T) {
+	for _, tc := range []struct {
+		window time.Duration
+		want   float64
+	}{{DefaultBurstWindow, 490}, {100 * time.Millisecond, 100}} {
+		b := newBucket(0, 0, tc.window)
+		b.set(1000, 1)
+		b.mu.Lock()
+		b.tokens = -10 // ten takers asleep in debt
+		b.last = time.Now().Add(-500 * time.Millisecond)
+		b.refill(time.Now())
+		got := b.tokens
+		b.mu.Unlock()
+		if got < tc.want-5 || got > tc.want+5 {
+			t.Errorf("window %v: %.0f tokens after a 500 ms stall at 1000/s, want %.0f", tc.window, got, tc.want)
+		}
 	}
 }
