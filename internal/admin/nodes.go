@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/facet-sds/facet/internal/storage"
 	"github.com/facet-sds/facet/internal/sysdev"
@@ -10,7 +11,8 @@ import (
 
 // GET /nodes: the gateways and, for the embedded backend, the block
 // devices under their data, with the device type, the I/O scheduler and
-// whether I/O priorities can work there. Where they cannot, the report
+// whether I/O priorities can work there. In a fleet every node lists the
+// others too, as they describe themselves on the bus. Where they cannot, the report
 // says so in words rather than pretend.
 
 // Node describes one gateway.
@@ -26,6 +28,9 @@ type Node struct {
 	// type and scheduler, whether Facet's data is on them or not.
 	Disks []sysdev.Device `json:"disks"`
 	Note  string          `json:"note,omitempty"`
+	// Reported is when another node of the fleet last described itself
+	// on the bus (its QoS reports); absent for the node answering.
+	Reported *time.Time `json:"reported,omitempty"`
 }
 
 // NodeList is the body of GET /nodes.

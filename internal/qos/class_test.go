@@ -117,3 +117,33 @@ func TestControllerAssignsClassesPerNode(t *testing.T) {
 		t.Fatalf("assigned rate of the class on gw-b %v, want 6e6", r)
 	}
 }
+
+// A node describes itself every HostEvery reports; the fleet view keeps
+// the latest description across the reports without one, and forgets it
+// with the node.
+func TestFleetHosts(t *testing.T) {
+	f := NewFleet(time.Minute)
+	now := time.Now()
+	f.now = func() time.Time { return now }
+	withHost := report("gw-a", 0)
+	withHost.Host = json.RawMessage(`{"name":"gw-a","disks":[{"name":"vda","scheduler":"none"}]}`)
+	data, _ := json.Marshal(withHost)
+	rep, err := DecodeReport(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Add(rep)
+	f.Add(report("gw-a", 0)) // no host this time
+	f.Add(report("gw-b", 0))
+	hs := f.Hosts()
+	if len(hs) != 1 || hs[0].Node != "gw-a" || !json.Valid(hs[0].Host) || len(f.Nodes()[0].Host) != 0 {
+		t.Fatalf("hosts %+v", hs)
+	}
+	if _, err := DecodeReport([]byte(`{"v":1,"node":"a","host":"x"}`)); err == nil {
+		t.Fatal("a host that is not an object accepted")
+	}
+	now = now.Add(2 * time.Minute)
+	if hs := f.Hosts(); len(hs) != 0 {
+		t.Fatalf("an expired node still listed: %+v", hs)
+	}
+}

@@ -184,10 +184,15 @@ func FuzzDecodeReport(f *testing.F) {
 	rep, _ := json.Marshal(report("a", 1e6, FlowStatus{Tenant: "t1", Class: ClassGet, Streams: 1, Served: 5}))
 	f.Add(rep)
 	f.Add([]byte(`{"v":1,"node":"a","flows":[{"tenant":"t","class":"nope"}]}`))
+	f.Add([]byte(`{"v":1,"node":"a","host":{"name":"a","disks":[]},"flows":[{"tenant":"t","class":"ctx:low_level","streams":1,"served":3}]}`))
+	f.Add([]byte(`{"v":1,"node":"a","host":[1]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rep, err := DecodeReport(data)
 		if err != nil {
 			return
+		}
+		if h := rep.Host; h != nil && (h[0] != '{' || !json.Valid(h)) {
+			t.Fatalf("host %q accepted", h)
 		}
 		// Whatever is accepted makes a problem the algorithms can take.
 		fl := NewFleet(time.Minute)

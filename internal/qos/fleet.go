@@ -1,6 +1,7 @@
 package qos
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/facet-sds/facet/internal/bus"
@@ -36,7 +38,17 @@ type Agent struct {
 	// before, when set, runs at the start of every period (the server
 	// refreshes its cached SLO records there).
 	before func(context.Context)
+	// host describes the node for its reports (Describe).
+	host atomic.Pointer[func(context.Context) json.RawMessage]
 }
+
+// HostEvery is how often, in reports, a node describes itself (Host):
+// devices change rarely, and every 10th report of 500 ms is every 5 s.
+const HostEvery = 10
+
+// Describe makes the agent describe its node in every HostEvery-th
+// report (the first included) with what host returns.
+func (a *Agent) Describe(host func(context.Context) json.RawMessage) { a.host.Store(&host) }
 
 // NewAgent returns an agent for l on b reporting every period (500 ms
 // when 0). before, if not nil, runs at the start of each period.
@@ -66,7 +78,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer func() { _ = sub.Unsubscribe() }()
 	t := time.NewTicker(a.period)
 	defer t.Stop()
-	for {
+	for n := 0; ; n++ {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -76,6 +88,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.before(ctx)
 		}
 		rep := a.l.Report()
+		if h := a.host.Load(); h != nil && n%HostEvery == 0 {
+			rep.Host = (*h)(ctx)
+		}
 		data, err := json.Marshal(rep)
 		if err != nil {
 			a.log.Error("qos report encoding", "err", err)
@@ -140,6 +155,10 @@ type Fleet struct {
 type fleetNode struct {
 	rep  NodeReport
 	seen time.Time
+	// host is the node's latest description (reports carry one every
+	// HostEvery).
+	host     json.RawMessage
+	hostSeen time.Time
 }
 
 type peakSample struct {
@@ -210,6 +229,12 @@ func DecodeReport(data []byte) (NodeReport, error) {
 	if !ok(rep.Capacity) || rep.PeriodMS < 0 {
 		return NodeReport{}, fmt.Errorf("qos: report of %s: bad capacity or period", rep.Node)
 	}
+	switch h := bytes.TrimSpace(rep.Host); {
+	case len(h) == 0 || string(h) == "null":
+		rep.Host = nil
+	case h[0] != '{' || len(h) > maxHost:
+		return NodeReport{}, fmt.Errorf("qos: report of %s: host must be a JSON object of at most %d bytes", rep.Node, maxHost)
+	}
 	for _, fl := range rep.Flows {
 		if _, err := ParseClass(string(fl.Class)); err != nil || fl.Tenant == "" || fl.Streams < 0 || fl.Active < 0 ||
 			!ok(fl.Rate) || !ok(fl.Served) || !ok(fl.Waited) || !ok(fl.Ops) || !ok(fl.Rejected) || !ok(fl.OpsRate) {
@@ -218,6 +243,9 @@ func DecodeReport(data []byte) (NodeReport, error) {
 	}
 	return rep, nil
 }
+
+// maxHost bounds a node's description in its reports.
+const maxHost = 64 << 10
 
 // Add records a node's report.
 func (f *Fleet) Add(rep NodeReport) {
@@ -228,7 +256,13 @@ func (f *Fleet) Add(rep NodeReport) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reports[rep.Node] = fleetNode{rep: rep, seen: now}
+	fn := fleetNode{rep: rep, seen: now, host: rep.Host, hostSeen: now}
+	if rep.Host == nil {
+		old := f.reports[rep.Node]
+		fn.host, fn.hostSeen = old.host, old.hostSeen
+	}
+	fn.rep.Host = nil
+	f.reports[rep.Node] = fn
 	ps := append(f.peak[rep.Node], peakSample{now, total})
 	ps = slices.DeleteFunc(ps, func(p peakSample) bool { return now.Sub(p.at) > peakWindow })
 	f.peak[rep.Node] = ps
@@ -249,6 +283,30 @@ func (f *Fleet) Nodes() []NodeReport {
 		out = append(out, r.rep)
 	}
 	slices.SortFunc(out, func(a, b NodeReport) int { return strings.Compare(a.Node, b.Node) })
+	return out
+}
+
+// NodeHost is a live node's latest description of itself.
+type NodeHost struct {
+	Node string
+	Host json.RawMessage
+	// Seen is when the description arrived.
+	Seen time.Time
+}
+
+// Hosts returns the live nodes' latest descriptions, by node name; nodes
+// that have not described themselves yet are left out.
+func (f *Fleet) Hosts() []NodeHost {
+	now := f.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []NodeHost
+	for n, r := range f.reports {
+		if now.Sub(r.seen) <= f.expire && r.host != nil {
+			out = append(out, NodeHost{Node: n, Host: r.host, Seen: r.hostSeen})
+		}
+	}
+	slices.SortFunc(out, func(a, b NodeHost) int { return strings.Compare(a.Node, b.Node) })
 	return out
 }
 

@@ -2,6 +2,7 @@ package qos
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -365,6 +366,10 @@ type NodeReport struct {
 	// live: static local rates).
 	Assigner string `json:"assigner,omitempty"`
 	Seq      uint64 `json:"seq,omitempty"`
+	// Host is what the node says about itself (its devices, as its
+	// GET /v1/nodes shows them), opaque to QoS; sent every HostEvery
+	// reports, so that a controller can list the whole fleet's nodes.
+	Host json.RawMessage `json:"host,omitempty"`
 }
 
 // ReportVersion is NodeReport's version.

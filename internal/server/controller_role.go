@@ -97,11 +97,12 @@ func RunController(ctx context.Context, opts ControllerOptions, logger *slog.Log
 		return fmt.Errorf("policy sync: %w", err)
 	}
 
-	bandwidth, err := controllerRoleQoS(ctx, opts.QoS, metaSLOs{store}, policies, work.bus, logger)
+	bandwidth, qosFleet, err := controllerRoleQoS(ctx, opts.QoS, metaSLOs{store}, policies, work.bus, logger)
 	if err != nil {
 		return fmt.Errorf("qos: %w", err)
 	}
-	role := &controllerRole{id: opts.ID, ttl: opts.LeaseTTL, store: store, policies: policies, feed: work.feed(), log: logger, bandwidth: bandwidth}
+	role := &controllerRole{id: opts.ID, ttl: opts.LeaseTTL, store: store, policies: policies, feed: work.feed(), log: logger, bandwidth: bandwidth,
+		nodes: fleetNodes{fleet: qosFleet}}
 	var adminSrv *http.Server
 	errc := make(chan error, 1)
 	if opts.AdminAddr != "" {
@@ -148,6 +149,8 @@ type controllerRole struct {
 	log      *slog.Logger
 	// bandwidth adds the global bandwidth controller while the lease is held.
 	bandwidth func(*controller.Supervisor) error
+	// nodes lists the fleet's nodes (GET /v1/nodes).
+	nodes admin.NodeSource
 
 	mu          sync.Mutex
 	controllers admin.ControllerSource // nil while standby
@@ -280,6 +283,19 @@ func (r *controllerRole) handler(token string) http.Handler {
 			return
 		}
 		reply(w, req, true)
+	})
+	mux.HandleFunc("GET /v1/nodes", func(w http.ResponseWriter, req *http.Request) {
+		if !admin.BearerMatches(req, want) {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		ns, err := r.nodes.Nodes(req.Context())
+		if err != nil {
+			http.Error(w, "node list failed", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(admin.NodeList{Nodes: ns})
 	})
 	return mux
 }

@@ -166,6 +166,7 @@ type qosRuntime struct {
 	slos    *sloCache
 	store   sloStore
 	algo    string
+	agent   *qos.Agent
 }
 
 // startQoS starts a gateway's QoS until ctx ends.
@@ -184,6 +185,7 @@ func startQoS(ctx context.Context, opts QoSOptions, node string, store sloStore,
 		return nil, err
 	}
 	agent := qos.NewAgent(l, b, opts.period(), slos.refresh, logger)
+	q.agent = agent
 	go func() {
 		defer stop()
 		if err := agent.Run(ctx); err != nil {
@@ -465,10 +467,12 @@ func (q *qosRuntime) globals(noControllers bool, b bus.Bus, logger *slog.Logger)
 
 // controllerRoleQoS is the controller role's bandwidth controller: the
 // fleet's reports from the bus, SLOs from the shared store and policies.
-func controllerRoleQoS(ctx context.Context, opts QoSOptions, store sloStore, policies policySLOs, b bus.Bus, logger *slog.Logger) (func(*controller.Supervisor) error, error) {
+// The fleet view also answers the role's GET /v1/nodes.
+func controllerRoleQoS(ctx context.Context, opts QoSOptions, store sloStore, policies policySLOs, b bus.Bus, logger *slog.Logger) (func(*controller.Supervisor) error, *qos.Fleet, error) {
 	fleet, err := startFleetView(ctx, opts, b, logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return bandwidthController(opts, fleet, newSLOCache(store, policies, logger), b, logger)
+	add, err := bandwidthController(opts, fleet, newSLOCache(store, policies, logger), b, logger)
+	return add, fleet, err
 }

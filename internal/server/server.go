@@ -181,6 +181,8 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("qos: %w", err)
 	}
 	go qr.cleanup(ctx, backend, store, logger)
+	self := admin.LocalNode(opts.Node, backend)
+	qr.describe(self)
 	cr, err := startContext(ctx, opts.Context, store, policies, qr.s3(), logger)
 	if err != nil {
 		return fmt.Errorf("request classes: %w", err)
@@ -221,7 +223,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
 		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, Volumes: blk.volumes(), QoS: qr.admin(), Trash: trashAdmin{reqStores.trash},
 		Filters:  control.NewFilterAdmin(policies, announcingFilterStore{Store: store, sync: fleet}, sandbox.catalog),
-		Locality: locator(backend), Node: opts.Node, Nodes: admin.LocalNode(opts.Node, backend), Context: cr})
+		Locality: locator(backend), Node: opts.Node, Nodes: fleetNodes{self: self, fleet: qr.fleet}, Context: cr})
 
 	s3ln, err := net.Listen("tcp", opts.S3Addr)
 	if err != nil {
