@@ -104,6 +104,9 @@ type halfConn struct {
 	iv     [12]byte
 	seq    uint64
 	secret []byte
+	// nonceBuf is the current record's nonce, kept here so that sealing
+	// a record allocates nothing.
+	nonceBuf [12]byte
 }
 
 // setSecret installs the keys of a traffic secret and restarts the
@@ -119,14 +122,11 @@ func (h *halfConn) setSecret(s *suite, secret []byte) error {
 }
 
 func (h *halfConn) nonce() []byte {
-	var n [12]byte
-	n = h.iv
-	var seq [8]byte
-	binary.BigEndian.PutUint64(seq[:], h.seq)
-	for i := range seq {
-		n[4+i] ^= seq[i]
+	h.nonceBuf = h.iv
+	for i := range 8 {
+		h.nonceBuf[4+i] ^= byte(h.seq >> (56 - 8*i))
 	}
-	return n[:]
+	return h.nonceBuf[:]
 }
 
 // appendRecord appends a record of typ carrying payload to out. Without
