@@ -36,6 +36,9 @@ type Problem struct {
 	Estimated map[string]bool
 	Demands   []Demand
 	SLOs      SLOSource
+	// Operations marks a problem in operations per second (OpsProblem-
+	// FromSnapshot): deletes count there, while they carry no bytes.
+	Operations bool
 }
 
 // Allocation is a rate in bytes/s per flow and node; +Inf means
@@ -175,7 +178,7 @@ func buildGroups(p Problem, reserve bool) ([]*group, []*unit) {
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Class, b.Class), cmp.Compare(a.Node, b.Node))
 	})
 	for _, d := range ds {
-		if !(d.Want > 0) || d.Class == ClassDelete {
+		if !(d.Want > 0) || d.Class == ClassDelete && !p.Operations {
 			continue
 		}
 		k := [2]string{d.Tenant, string(d.Class)}

@@ -39,8 +39,9 @@ type BandwidthConfig struct {
 type Bandwidth struct {
 	cfg BandwidthConfig
 
-	mu   sync.Mutex
-	last Allocation
+	mu      sync.Mutex
+	last    Allocation // bytes/s published per flow and node
+	lastOps Allocation // ops/s published per flow and node
 }
 
 var _ controller.GlobalController = (*Bandwidth)(nil)
@@ -59,7 +60,7 @@ func NewBandwidth(cfg BandwidthConfig) *Bandwidth {
 	if cfg.MinWant <= 0 {
 		cfg.MinWant = 256 << 10
 	}
-	return &Bandwidth{cfg: cfg, last: Allocation{}}
+	return &Bandwidth{cfg: cfg, last: Allocation{}, lastOps: Allocation{}}
 }
 
 // Name implements controller.GlobalController.
@@ -91,20 +92,32 @@ func (b *Bandwidth) Reconcile(ctx context.Context, snap controller.MetricSnapsho
 		}
 	}
 	alloc := b.cfg.Algorithm.Allocate(p)
+	// Operations: each tenant's (and class's) ops cap is fleet-wide too,
+	// split over the nodes where it has demand like bytes; nodes have no
+	// operations capacity, so only caps bind.
+	ops := b.cfg.Algorithm.Allocate(OpsProblemFromSnapshot(snap, opsSLOs{slos}))
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	// A node keeps the rates it has when none of its flows would move by
-	// more than the threshold; otherwise it gets the whole new set, so
-	// that small moves cannot pile up into capacity left unassigned.
+	out := publish(alloc, &b.last, b.cfg.Threshold, Class.Key)
+	out = append(out, publish(ops, &b.lastOps, b.cfg.Threshold, Class.OpsKey)...)
+	return out, nil
+}
+
+// publish turns an allocation into assignments under key, keeping the
+// rates last published to a node when none of its flows would move by
+// more than threshold; otherwise the node gets the whole new set, so that
+// small moves cannot pile up into capacity left unassigned. +Inf
+// (unassigned) flows run at their nodes' static rates.
+func publish(alloc Allocation, last *Allocation, threshold float64, key func(Class) string) controller.Assignments {
 	moved := map[string]bool{}
 	for k, r := range alloc {
-		old, ok := b.last[k]
-		if !ok || math.IsInf(r, 1) != math.IsInf(old, 1) || math.Abs(r-old) > b.cfg.Threshold*old {
+		old, ok := (*last)[k]
+		if !ok || math.IsInf(r, 1) != math.IsInf(old, 1) || math.Abs(r-old) > threshold*old {
 			moved[k.Node] = true
 		}
 	}
-	for k := range b.last {
+	for k := range *last {
 		if _, ok := alloc[k]; !ok {
 			moved[k.Node] = true
 		}
@@ -113,16 +126,16 @@ func (b *Bandwidth) Reconcile(ctx context.Context, snap controller.MetricSnapsho
 	out := controller.Assignments{}
 	for k, r := range alloc {
 		if !moved[k.Node] {
-			r = b.last[k]
+			r = (*last)[k]
 		}
 		next[k] = r
 		if math.IsInf(r, 1) {
-			continue // unassigned: the node runs it at its static rate
+			continue
 		}
-		out = append(out, controller.Assignment{Node: k.Node, Target: "tenant:" + k.Tenant, Key: k.Class.Key(), Value: math.Round(r)})
+		out = append(out, controller.Assignment{Node: k.Node, Target: "tenant:" + k.Tenant, Key: key(k.Class), Value: math.Round(r)})
 	}
-	b.last = next
-	return out, nil
+	*last = next
+	return out
 }
 
 // ProblemFromSnapshot reads capacities and demands from a Fleet snapshot.
@@ -136,9 +149,91 @@ func ProblemFromSnapshot(snap controller.MetricSnapshot, cfg BandwidthConfig) Pr
 	if cfg.MinWant <= 0 {
 		cfg.MinWant = 256 << 10
 	}
-	type nodeInfo struct{ capacity, estimate, period float64 }
+	nodes, flows, order := parseSnapshot(snap)
+	p := Problem{Capacity: map[string]float64{}}
+	for name, n := range nodes {
+		switch {
+		case n.capacity > 0:
+			p.Capacity[name] = n.capacity
+		case cfg.Capacity > 0:
+			p.Capacity[name] = cfg.Capacity
+		case n.estimate > 0:
+			p.Capacity[name] = n.estimate
+			if p.Estimated == nil {
+				p.Estimated = map[string]bool{}
+			}
+			p.Estimated[name] = true
+		}
+	}
+	for _, k := range order {
+		f := flows[k]
+		if f.streams == 0 && f.served == 0 {
+			continue
+		}
+		period := 0.5
+		if n := nodes[k.Node]; n != nil && n.period > 0 {
+			period = n.period
+		}
+		want := f.served * 1.25
+		if f.streams > 0 {
+			want = math.Max(want, cfg.MinWant)
+		}
+		if f.waited > cfg.Throttled*period*math.Max(f.streams, 1) {
+			want = math.Inf(1)
+		}
+		p.Demands = append(p.Demands, Demand{Tenant: k.Tenant, Class: k.Class, Node: k.Node, Streams: int(f.streams), Want: want})
+	}
+	return p
+}
+
+// OpsProblemFromSnapshot is the operations problem of a Fleet snapshot:
+// no node capacity, demands in ops/s. A flow wants more than it got (+Inf)
+// when operations were refused or it ran at 90% of its rate; otherwise a
+// quarter more than it did, at least 1 op/s while it has streams open.
+func OpsProblemFromSnapshot(snap controller.MetricSnapshot, slos SLOSource) Problem {
+	_, flows, order := parseSnapshot(snap)
+	p := Problem{Capacity: map[string]float64{}, SLOs: slos, Operations: true}
+	for _, k := range order {
+		f := flows[k]
+		if f.streams == 0 && f.ops == 0 {
+			continue
+		}
+		want := math.Max(f.ops*1.25, math.Min(f.streams, 1))
+		if f.rejected > 0 || f.opsRate > 0 && f.ops >= 0.9*f.opsRate {
+			want = math.Inf(1)
+		}
+		p.Demands = append(p.Demands, Demand{Tenant: k.Tenant, Class: k.Class, Node: k.Node, Streams: int(f.streams), Want: want})
+	}
+	return p
+}
+
+// opsSLOs presents operations caps as the limits of an SLO source, for
+// the operations problem: a context class without a cap of its own keeps
+// its tenant's, as the limiter does.
+type opsSLOs struct{ src SLOSource }
+
+func (o opsSLOs) SLO(tenant string) (SLO, bool) {
+	s := SLOOf(o.src, tenant, ClassGet)
+	return SLO{Limit: s.Ops, Weight: s.Weight}, s.Ops > 0
+}
+
+func (o opsSLOs) ClassSLO(tenant, class string) (SLO, bool) {
+	s := SLOOf(o.src, tenant, ContextClass(class))
+	if s.Ops == 0 {
+		return o.SLO(tenant)
+	}
+	return SLO{Limit: s.Ops, Weight: s.Weight}, true
+}
+
+type nodeInfo struct{ capacity, estimate, period float64 }
+
+type flowInfo struct{ streams, served, waited, ops, rejected, opsRate float64 }
+
+// parseSnapshot reads a Fleet snapshot's per-node samples: node
+// capacities and periods, and each flow's quantities per node, in the
+// order flows first appear.
+func parseSnapshot(snap controller.MetricSnapshot) (map[string]*nodeInfo, map[UnitKey]*flowInfo, []UnitKey) {
 	nodes := map[string]*nodeInfo{}
-	type flowInfo struct{ streams, served, waited float64 }
 	flows := map[UnitKey]*flowInfo{}
 	var order []UnitKey
 	for _, s := range snap.Samples {
@@ -193,40 +288,13 @@ func ProblemFromSnapshot(snap controller.MetricSnapshot, cfg BandwidthConfig) Pr
 			f.served = s.Value
 		case "waited":
 			f.waited = s.Value
+		case "ops":
+			f.ops = s.Value
+		case "rejected":
+			f.rejected = s.Value
+		case "opsrate":
+			f.opsRate = s.Value
 		}
 	}
-	p := Problem{Capacity: map[string]float64{}}
-	for name, n := range nodes {
-		switch {
-		case n.capacity > 0:
-			p.Capacity[name] = n.capacity
-		case cfg.Capacity > 0:
-			p.Capacity[name] = cfg.Capacity
-		case n.estimate > 0:
-			p.Capacity[name] = n.estimate
-			if p.Estimated == nil {
-				p.Estimated = map[string]bool{}
-			}
-			p.Estimated[name] = true
-		}
-	}
-	for _, k := range order {
-		f := flows[k]
-		if f.streams == 0 && f.served == 0 {
-			continue
-		}
-		period := 0.5
-		if n := nodes[k.Node]; n != nil && n.period > 0 {
-			period = n.period
-		}
-		want := f.served * 1.25
-		if f.streams > 0 {
-			want = math.Max(want, cfg.MinWant)
-		}
-		if f.waited > cfg.Throttled*period*math.Max(f.streams, 1) {
-			want = math.Inf(1)
-		}
-		p.Demands = append(p.Demands, Demand{Tenant: k.Tenant, Class: k.Class, Node: k.Node, Streams: int(f.streams), Want: want})
-	}
-	return p
+	return nodes, flows, order
 }

@@ -65,12 +65,12 @@ func NewAgent(l *Limiter, b bus.Bus, period time.Duration, before func(context.C
 // Run subscribes to assignments and reports every period until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
 	sub, err := a.b.Subscribe(controller.AssignmentSubject(ControllerName), func(_ string, data []byte) {
-		inst, seq, rates, err := DecodeAssignments(data, a.l.Node())
+		inst, seq, rates, ops, err := DecodeAllAssignments(data, a.l.Node())
 		if err != nil {
 			a.log.Warn("bandwidth assignment refused", "err", err)
 			return
 		}
-		a.l.Apply(inst, seq, rates)
+		a.l.ApplyOps(inst, seq, rates, ops)
 	})
 	if err != nil {
 		return fmt.Errorf("qos: subscribe to assignments: %w", err)
@@ -102,17 +102,24 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// DecodeAssignments reads an assignment message and returns node's rates
-// (assignments for every node, Node "", included).
+// DecodeAssignments reads an assignment message and returns node's byte
+// rates (assignments for every node, Node "", included).
 func DecodeAssignments(data []byte, node string) (instance string, seq uint64, rates Rates, err error) {
+	instance, seq, rates, _, err = DecodeAllAssignments(data, node)
+	return instance, seq, rates, err
+}
+
+// DecodeAllAssignments is DecodeAssignments with the operations rates
+// (keys "<class>_ops").
+func DecodeAllAssignments(data []byte, node string) (instance string, seq uint64, rates, ops Rates, err error) {
 	var msg controller.AssignmentMessage
 	if err := json.Unmarshal(data, &msg); err != nil {
-		return "", 0, nil, fmt.Errorf("qos: assignments: %w", err)
+		return "", 0, nil, nil, fmt.Errorf("qos: assignments: %w", err)
 	}
 	if msg.V != controller.AssignmentVersion {
-		return "", 0, nil, fmt.Errorf("qos: assignments: version %d, want %d", msg.V, controller.AssignmentVersion)
+		return "", 0, nil, nil, fmt.Errorf("qos: assignments: version %d, want %d", msg.V, controller.AssignmentVersion)
 	}
-	rates = Rates{}
+	rates, ops = Rates{}, Rates{}
 	for _, a := range msg.Assignments {
 		if a.Node != "" && a.Node != node {
 			continue
@@ -121,20 +128,24 @@ func DecodeAssignments(data []byte, node string) (instance string, seq uint64, r
 		if !ok {
 			continue
 		}
+		into := rates
 		cls, ok := strings.CutSuffix(a.Key, "_bw")
 		if !ok {
-			continue
+			if cls, ok = strings.CutSuffix(a.Key, "_ops"); !ok {
+				continue
+			}
+			into = ops
 		}
 		c, err := ParseClass(cls)
 		if err != nil || !(a.Value >= 0) || math.IsInf(a.Value, 0) {
 			continue
 		}
-		if rates[tenant] == nil {
-			rates[tenant] = map[Class]float64{}
+		if into[tenant] == nil {
+			into[tenant] = map[Class]float64{}
 		}
-		rates[tenant][c] = a.Value
+		into[tenant][c] = a.Value
 	}
-	return msg.Instance, msg.Seq, rates, nil
+	return msg.Instance, msg.Seq, rates, ops, nil
 }
 
 // Fleet is the fleet-wide view of QoS: every node's latest report and the
@@ -358,6 +369,9 @@ func (f *Fleet) Snapshot(context.Context) (controller.MetricSnapshot, error) {
 			add(flowMetric(fl.Class, "streams"), tt, float64(fl.Streams))
 			add(flowMetric(fl.Class, "served"), tt, fl.Served)
 			add(flowMetric(fl.Class, "waited"), tt, fl.Waited)
+			add(flowMetric(fl.Class, "ops"), tt, fl.Ops)
+			add(flowMetric(fl.Class, "rejected"), tt, fl.Rejected)
+			add(flowMetric(fl.Class, "opsrate"), tt, fl.OpsRate)
 			merged[[2]string{flowMetric(fl.Class, "served"), tt}] += fl.Served
 		}
 	}

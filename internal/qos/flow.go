@@ -86,6 +86,10 @@ func ValidClassName(s string) bool {
 // reports: "get_bw", "put_bw", ...
 func (c Class) Key() string { return string(c) + "_bw" }
 
+// OpsKey is the operations key of a class in controller assignments:
+// "get_ops", "put_ops", ...
+func (c Class) OpsKey() string { return string(c) + "_ops" }
+
 // StageGateway is the stage at which the S3 front end enforces flows. The
 // block stage and storage-side enforcement use their own stage names.
 const StageGateway = "gateway"

@@ -58,6 +58,7 @@ type Limiter struct {
 	mu         sync.RWMutex
 	flows      map[flowKey]*flow
 	assigned   map[flowKey]float64 // this node's rates from the controller
+	assignedOp map[flowKey]float64 // this node's operations rates from it
 	assignedAt time.Time           // when the last assignment message arrived
 	assigner   string              // the controller instance that sent it
 	seq        uint64
@@ -115,7 +116,7 @@ func NewLimiter(cfg LimiterConfig) *Limiter {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Limiter{cfg: cfg, log: cfg.Logger, flows: map[flowKey]*flow{}, assigned: map[flowKey]float64{}, lastReport: cfg.Now()}
+	return &Limiter{cfg: cfg, log: cfg.Logger, flows: map[flowKey]*flow{}, assigned: map[flowKey]float64{}, assignedOp: map[flowKey]float64{}, lastReport: cfg.Now()}
 }
 
 // Node is the node the limiter enforces on.
@@ -219,6 +220,10 @@ func (l *Limiter) applyLocked(f *flow, now time.Time) {
 	if slo.Ops > 0 {
 		ops = slo.Ops
 	}
+	if a, ok := l.assignedOp[f.key]; ok && live {
+		// The controller's share of the fleet-wide operations cap.
+		ops = a
+	}
 	if changed(f.opsRate, ops) {
 		f.ops.SetRate(ops)
 		f.opsRate = ops
@@ -258,7 +263,15 @@ type Rates map[string]map[Class]float64
 // Apply installs a new assignment for this node from controller instance
 // inst (message seq). A flow the assignment does not name runs at its
 // static local rate.
-func (l *Limiter) Apply(inst string, seq uint64, rates Rates) {
+func (l *Limiter) Apply(inst string, seq uint64, rates Rates) { l.ApplyOps(inst, seq, rates, nil) }
+
+// MinOpsRate is the least operations rate an assignment gives a flow
+// (ops/s): a flow the controller gives nothing still gets through, slowly.
+const MinOpsRate = 1
+
+// ApplyOps is Apply with the operations rates (ops/s per tenant and class)
+// of the same assignment.
+func (l *Limiter) ApplyOps(inst string, seq uint64, rates, ops Rates) {
 	if l.cfg.Disabled {
 		return
 	}
@@ -275,6 +288,12 @@ func (l *Limiter) Apply(inst string, seq uint64, rates Rates) {
 			// A rate of 0 holds the flow to a trickle: a bucket's 0 would
 			// mean unlimited.
 			l.assigned[flowKey{tenant, c}] = max(r, MinRate)
+		}
+	}
+	clear(l.assignedOp)
+	for tenant, cs := range ops {
+		for c, r := range cs {
+			l.assignedOp[flowKey{tenant, c}] = max(r, MinOpsRate)
 		}
 	}
 	for _, f := range l.flows {

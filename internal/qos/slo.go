@@ -22,8 +22,10 @@ type SLO struct {
 	Limit float64 `json:"limit,omitempty"`
 	// Weight is the tenant's share of spare bandwidth; 0 means 1.
 	Weight float64 `json:"weight,omitempty"`
-	// Ops caps the tenant's operations per second in each class, on each
-	// gateway.
+	// Ops caps the tenant's operations per second in each class,
+	// fleet-wide: the bandwidth controller splits it over the gateways by
+	// demand (each gateway applies the whole cap while no controller is
+	// live).
 	Ops float64 `json:"ops,omitempty"`
 	// Background caps the tenant's background class (Limit when unset).
 	Background float64 `json:"background,omitempty"`
