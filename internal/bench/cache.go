@@ -43,13 +43,17 @@ type CacheOptions struct {
 	HighRate   float64
 	TraceLimit int // GETs of the trace replayed
 	PutOps     int // PUTs per bucket for the admission overhead
-	Log        io.Writer
+	// HitPathSize and HitPathN: the objects and requests of the hit
+	// path's breakdown.
+	HitPathSize int64
+	HitPathN    int
+	Log         io.Writer
 }
 
 // DefaultCacheOptions are `make bench`'s.
 func DefaultCacheOptions() CacheOptions {
 	return CacheOptions{Trace: "bench/traces/arctur.csv", Cycles: 3, Phase: 10 * time.Second, LowRate: 2, HighRate: 15,
-		TraceLimit: 3000, PutOps: 200}
+		TraceLimit: 3000, PutOps: 200, HitPathSize: 128 << 10, HitPathN: 500}
 }
 
 // CacheReport is what RunCache measured.
@@ -69,8 +73,13 @@ type CacheReport struct {
 	// Fig. 6(b): the trace's GETs without and with a caching policy.
 	TracePlain, TraceCached Result
 	TraceHitRatio           float64
+	// The same GETs again, the cache warm from the first pass.
+	WarmPlain, WarmCached Result
+	WarmHitRatio          float64
 	// PUT 1 MiB without and with admission to the cache.
 	PutPlain, PutAdmit Result
+	// HitPath breaks a hit's cost down, one request at a time.
+	HitPath HitPathReport
 }
 
 // startCacheGateway runs `facet serve` in this process over backendURL.
@@ -95,37 +104,38 @@ func startCacheGateway(ctx context.Context, dir, backendURL string) (*gateway, e
 	}
 }
 
-// startVersity starts versitygw and returns the backend URL for Facet.
-func startVersity(ctx context.Context, dir string) (string, func(), error) {
+// startVersity starts versitygw and returns the backend URL for Facet
+// and a client of versitygw itself (its root user).
+func startVersity(ctx context.Context, dir string) (string, *gateway, func(), error) {
 	bin, err := peerBinary("versitygw")
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	access, secret := "benchroot", hex.EncodeToString(b)
 	addr, err := freeAddr()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "vgw"), 0o700); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	vgw, err := startChild(bin, []string{"ROOT_ACCESS_KEY_ID=" + access, "ROOT_SECRET_ACCESS_KEY=" + secret},
 		"--port", addr, "--health", "/health", "posix", filepath.Join(dir, "vgw"))
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if err := waitTCP(addr); err != nil {
 		vgw.stop()
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	direct := &gateway{s3URL: "http://" + addr, accessKey: access, secret: secret, client: &http.Client{}, signer: v4.NewSigner()}
 	if err := direct.do(ctx, http.MethodPut, "/facet", nil, 0, nil); err != nil {
 		vgw.stop()
-		return "", nil, fmt.Errorf("versitygw create bucket: %w", err)
+		return "", nil, nil, fmt.Errorf("versitygw create bucket: %w", err)
 	}
-	return "s3://" + access + ":" + secret + "@" + addr + "/facet/bench?tls=false", vgw.stop, nil
+	return "s3://" + access + ":" + secret + "@" + addr + "/facet/bench?tls=false", direct, vgw.stop, nil
 }
 
 // getCache GETs path, checks its length and returns the X-Facet-Cache
@@ -179,7 +189,7 @@ func RunCache(ctx context.Context, o CacheOptions) (CacheReport, error) {
 	if logw == nil {
 		logw = io.Discard
 	}
-	backendURL, stopVgw, err := startVersity(ctx, o.Dir)
+	backendURL, store, stopVgw, err := startVersity(ctx, o.Dir)
 	if err != nil {
 		return rep, err
 	}
@@ -215,6 +225,10 @@ func RunCache(ctx context.Context, o CacheOptions) (CacheReport, error) {
 	}
 	fmt.Fprintln(logw, "PUT 1 MiB with and without cache admission ...")
 	if err := runPutAdmission(ctx, gw, o, &rep); err != nil {
+		return rep, err
+	}
+	fmt.Fprintln(logw, "The hit path, one request at a time ...")
+	if rep.HitPath, err = runHitPath(ctx, gw, store, o.HitPathSize, o.HitPathN); err != nil {
 		return rep, err
 	}
 	rep.LoadAfter = loadAvg()
@@ -322,9 +336,20 @@ func runCacheTrace(ctx context.Context, gw *gateway, o CacheOptions, rep *CacheR
 			}
 		}
 	}
-	// Both buckets are replayed together, record by record (4 in flight),
-	// so that they see the same machine: on a shared, busy one, replaying
-	// them one after the other compares two different loads.
+	if rep.TracePlain, rep.TraceCached, rep.TraceHitRatio, err = replayCacheTrace(ctx, gw, gets); err != nil {
+		return err
+	}
+	// A second pass over the same GETs finds the cache warm: every object
+	// has been read once, as in a trace that has been running a while.
+	rep.WarmPlain, rep.WarmCached, rep.WarmHitRatio, err = replayCacheTrace(ctx, gw, gets)
+	return err
+}
+
+// replayCacheTrace replays gets on both buckets together, record by
+// record (4 in flight), so that they see the same machine: on a shared,
+// busy one, replaying them one after the other compares two different
+// loads.
+func replayCacheTrace(ctx context.Context, gw *gateway, gets []TraceRecord) (plain, cached Result, hitRatio float64, err error) {
 	var (
 		next    atomic.Int64
 		mu      sync.Mutex
@@ -370,14 +395,13 @@ func runCacheTrace(ctx context.Context, gw *gateway, o CacheOptions, rep *CacheR
 	}
 	wg.Wait()
 	if first != nil {
-		return first
+		return plain, cached, 0, first
 	}
 	// Each bucket's elapsed time is the sum of its GETs' latencies over the
 	// 4 workers, so ops/s compares the two fairly.
-	rep.TracePlain = resultOf("trplain", lats["trplain"], bytes, elapsed["trplain"]/4)
-	rep.TraceCached = resultOf("trcache", lats["trcache"], bytes, elapsed["trcache"]/4)
-	rep.TraceHitRatio = float64(hits) / float64(max(1, rep.TraceCached.Ops))
-	return nil
+	plain = resultOf("trplain", lats["trplain"], bytes, elapsed["trplain"]/4)
+	cached = resultOf("trcache", lats["trcache"], bytes, elapsed["trcache"]/4)
+	return plain, cached, float64(hits) / float64(max(1, cached.Ops)), nil
 }
 
 // runPutAdmission PUTs 1 MiB objects alternately into a bucket without
@@ -424,8 +448,17 @@ func WriteCacheReport(w io.Writer, r CacheReport) {
 		r.TraceCached.Ops, r.TraceHitRatio, msf(r.TracePlain.P50), msf(r.TraceCached.P50), float64(r.TracePlain.P50)/float64(max(1, r.TraceCached.P50)))
 	fmt.Fprintf(w, "| Arctur-like trace, GETs/s | %.0f | %.0f | %.2fx | |\n",
 		r.TracePlain.OpsPerSec(), r.TraceCached.OpsPerSec(), r.TraceCached.OpsPerSec()/r.TracePlain.OpsPerSec())
+	if r.WarmCached.Ops > 0 {
+		fmt.Fprintf(w, "| Arctur-like trace, second pass (cache warm), median GET (hit ratio %.2f) | %.2f ms | %.2f ms | %.2fx faster | 1.9x |\n",
+			r.WarmHitRatio, msf(r.WarmPlain.P50), msf(r.WarmCached.P50), float64(r.WarmPlain.P50)/float64(max(1, r.WarmCached.P50)))
+		fmt.Fprintf(w, "| Arctur-like trace, second pass, GETs/s | %.0f | %.0f | %.2fx | |\n",
+			r.WarmPlain.OpsPerSec(), r.WarmCached.OpsPerSec(), r.WarmCached.OpsPerSec()/r.WarmPlain.OpsPerSec())
+	}
 	fmt.Fprintf(w, "| PUT 1 MiB, median (%d each, alternating) | %.2f ms | %.2f ms | %+.1f%% | +4.2%% |\n",
 		r.PutPlain.Ops, msf(r.PutPlain.P50), msf(r.PutAdmit.P50), pct(r.PutAdmit.P50, r.PutPlain.P50))
+	if r.HitPath.N > 0 {
+		writeHitPath(w, r.HitPath)
+	}
 }
 
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -24,7 +24,7 @@ func newBenchCacheCommand() *cobra.Command {
 			defer os.RemoveAll(d)
 			o.Dir, o.Log = d, cmd.ErrOrStderr()
 			if quick {
-				o.Cycles, o.Phase, o.TraceLimit, o.PutOps = 1, 4*time.Second, 200, 20
+				o.Cycles, o.Phase, o.TraceLimit, o.PutOps, o.HitPathN = 1, 4*time.Second, 200, 20, 50
 			}
 			rep, err := bench.RunCache(cmd.Context(), o)
 			if err != nil {
