@@ -147,6 +147,18 @@ func TestNBDPSK(t *testing.T) {
 
 	// Every peer treated as remote: plain is refused, PSK works, and the
 	// data written over PSK before the restart is there.
+	nbdAddr := restartRequiringTLS(t, srv, data, token, "acme-vol")
+	_, port2, _ := strings.Cut(nbdAddr, ":")
+	q := qemuPSK(acmeDir, "acme", "acme-vol", "", port2)
+	run(t, "qemu-io", q[0], q[1], "-c", "read -P 0x42 24M 1M", q[2], q[3])
+}
+
+// restartRequiringTLS stops srv and starts `facet serve` again on its
+// data with --nbd-require-tls, which applies the rule for non-loopback
+// peers to loopback ones, and checks that a plain client is refused the
+// volume. It returns the new NBD address.
+func restartRequiringTLS(t *testing.T, srv *blockServer, data, token, volume string) string {
+	t.Helper()
 	srv.terminate(30 * time.Second)
 	s2 := &server{t: t, dataDir: data, s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: token, done: make(chan struct{})}
 	nbdAddr := freeAddr(t)
@@ -154,10 +166,8 @@ func TestNBDPSK(t *testing.T) {
 		"--admin-token", token, "--nbd-addr", nbdAddr, "--nbd-require-tls"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := runErr("nbdinfo", "nbd://"+nbdAddr+"/acme-vol"); err == nil || !strings.Contains(out, "TLS") {
+	if out, err := runErr("nbdinfo", "nbd://"+nbdAddr+"/"+volume); err == nil || !strings.Contains(out, "TLS") {
 		t.Fatalf("plain client where TLS is required: %v\n%s", err, out)
 	}
-	_, port2, _ := strings.Cut(nbdAddr, ":")
-	q := qemuPSK(acmeDir, "acme", "acme-vol", "", port2)
-	run(t, "qemu-io", q[0], q[1], "-c", "read -P 0x42 24M 1M", q[2], q[3])
+	return nbdAddr
 }

@@ -369,16 +369,7 @@ func TestNBDTLS(t *testing.T) {
 	}
 
 	// A server that requires TLS refuses plain NBD even from loopback.
-	srv.terminate(30 * time.Second)
-	s2 := &server{t: t, dataDir: data, s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: token, done: make(chan struct{})}
-	nbdAddr := freeAddr(t)
-	if err := s2.launch([]string{"serve", "--data", data, "--s3-addr", s2.s3Addr, "--admin-addr", s2.adminAddr,
-		"--admin-token", token, "--nbd-addr", nbdAddr, "--nbd-require-tls"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := runErr("nbdinfo", "nbd://"+nbdAddr+"/acme-vol"); err == nil || !strings.Contains(out, "TLS") {
-		t.Fatalf("plain client on a TLS-only server: %v\n%s", err, out)
-	}
+	nbdAddr := restartRequiringTLS(t, srv, data, token, "acme-vol")
 	if out := run(t, "nbdinfo", "nbds://"+nbdAddr+"/acme-vol?tls-certificates="+acme); !strings.Contains(out, "with TLS") {
 		t.Fatalf("owner over TLS after restart:\n%s", out)
 	}
