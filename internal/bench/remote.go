@@ -135,8 +135,12 @@ func RunRemote(ctx context.Context, o RemoteOptions) (RemoteResult, error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "vgw"), 0o700); err != nil {
 		return res, err
 	}
+	// --keep-alive: versitygw closes every connection after one request
+	// unless told otherwise, which would make both paths measure a TCP
+	// connect per request (and the gateway one per backend call); the
+	// object stores a gateway fronts in production keep connections.
 	vgw, err := startChild(vgwBin, []string{"ROOT_ACCESS_KEY_ID=" + access, "ROOT_SECRET_ACCESS_KEY=" + secret},
-		"--port", vgwAddr, "--health", "/health", "posix", filepath.Join(o.Dir, "vgw"))
+		"--port", vgwAddr, "--health", "/health", "--keep-alive", "posix", filepath.Join(o.Dir, "vgw"))
 	if err != nil {
 		return res, err
 	}

@@ -21,17 +21,13 @@ import (
 func (b *Backend) putSmall(ctx context.Context, key string, data []byte, um map[string]string) error {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
-	_, err := b.cli.PutObject(cctx, &s3.PutObjectInput{
-		Bucket: &b.bucket, Key: &key, Body: bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))), Metadata: um,
-	})
-	return mapErr(err)
+	return mapErr(b.raw.put(cctx, key, data, um))
 }
 
 func (b *Backend) getSmall(ctx context.Context, key string) ([]byte, error) {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
-	out, err := b.cli.GetObject(cctx, &s3.GetObjectInput{Bucket: &b.bucket, Key: &key})
+	out, err := b.raw.get(cctx, key, "")
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -43,8 +39,8 @@ func (b *Backend) getSmall(ctx context.Context, key string) ([]byte, error) {
 func (b *Backend) deleteKey(ctx context.Context, key string) error {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
-	_, err := b.cli.DeleteObject(cctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: &key})
-	if err = mapErr(err); isNotFound(err) {
+	err := mapErr(b.raw.del(cctx, key))
+	if isNotFound(err) {
 		return nil
 	}
 	return err
@@ -53,7 +49,7 @@ func (b *Backend) deleteKey(ctx context.Context, key string) error {
 func (b *Backend) head(ctx context.Context, key string) (*s3.HeadObjectOutput, error) {
 	cctx, cancel := b.call(ctx)
 	defer cancel()
-	out, err := b.cli.HeadObject(cctx, &s3.HeadObjectInput{Bucket: &b.bucket, Key: &key})
+	out, err := b.raw.head(cctx, key)
 	return out, mapErr(err)
 }
 
@@ -380,18 +376,18 @@ func (b *Backend) uploadParts(ctx context.Context, full string, uploadID *string
 // GetObject streams the stored bytes; ranges pass through to the backend.
 func (b *Backend) GetObject(ctx context.Context, bucket, key string, rng *storage.Range) (io.ReadCloser, storage.ObjectInfo, error) {
 	full := b.objKey(bucket, key)
-	in := &s3.GetObjectInput{Bucket: &b.bucket, Key: &full}
+	var hdrRange string
 	if rng != nil {
 		if rng.Start < 0 || rng.Length <= 0 {
 			return nil, storage.ObjectInfo{}, storage.ErrInvalidRange
 		}
-		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", rng.Start, rng.Start+rng.Length-1))
+		hdrRange = fmt.Sprintf("bytes=%d-%d", rng.Start, rng.Start+rng.Length-1)
 	}
 	// Three tries: a concurrent overwrite may delete the sidecar the
 	// object pointed at before it is read; the next GetObject sees the
 	// new object.
 	for try := 1; ; try++ {
-		rc, info, err := b.getObject(ctx, bucket, key, in, rng)
+		rc, info, err := b.getObject(ctx, bucket, key, full, hdrRange, rng)
 		if err == nil || try == 3 || !errors.Is(err, errSidecarGone) {
 			return rc, info, err
 		}
@@ -401,13 +397,13 @@ func (b *Backend) GetObject(ctx context.Context, bucket, key string, rng *storag
 // errSidecarGone marks a metadata sidecar missing when its object was read.
 var errSidecarGone = errors.New("metadata sidecar gone")
 
-func (b *Backend) getObject(ctx context.Context, bucket, key string, in *s3.GetObjectInput, rng *storage.Range) (io.ReadCloser, storage.ObjectInfo, error) {
+func (b *Backend) getObject(ctx context.Context, bucket, key, full, hdrRange string, rng *storage.Range) (io.ReadCloser, storage.ObjectInfo, error) {
 	// The body streams for as long as the caller reads, so b.timeout bounds
 	// only the wait for the response (all SDK retries included), through a
 	// cancel that is disarmed once the headers are in.
 	gctx, cancel := context.WithCancel(ctx)
 	timer := time.AfterFunc(b.timeout, cancel)
-	out, err := b.cli.GetObject(gctx, in)
+	out, err := b.raw.get(gctx, full, hdrRange)
 	if !timer.Stop() && err == nil {
 		out.Body.Close()
 		err = context.DeadlineExceeded

@@ -138,6 +138,7 @@ type Options struct {
 // Backend is a storage.Backend over an S3-compatible object store.
 type Backend struct {
 	cli      *s3.Client
+	raw      *rawClient // the small calls (raw.go)
 	endpoint string // scheme://host:port, no credentials
 	bucket   string
 	root     string // "" or "prefix/"
@@ -255,6 +256,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		// interim response is one more write and read per part.
 		ContinueHeaderThresholdBytes: -1,
 	})
+	b.raw = newRawClient(hc, &url.URL{Scheme: scheme, Host: u.Host}, bucket, access, secret, region, q.Get("sign_payload") == "true")
 	cctx, cancel := b.call(ctx)
 	defer cancel()
 	if _, err := b.cli.HeadBucket(cctx, &s3.HeadBucketInput{Bucket: &b.bucket}); err != nil {
