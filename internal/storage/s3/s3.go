@@ -139,7 +139,7 @@ type Options struct {
 type Backend struct {
 	cli      *s3.Client
 	raw      *rawClient // the small calls (raw.go)
-	endpoint string // scheme://host:port, no credentials
+	endpoint string     // scheme://host:port, no credentials
 	bucket   string
 	root     string // "" or "prefix/"
 	partSize int
