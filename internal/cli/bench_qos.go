@@ -18,6 +18,7 @@ func newBenchQoSCommand() *cobra.Command {
 		alg      string
 		overhead bool
 		rounds   int
+		window   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "qos",
@@ -29,7 +30,7 @@ func newBenchQoSCommand() *cobra.Command {
 			}
 			defer os.RemoveAll(d)
 			o := bench.QoSOptions{CapacityPerNode: capacity, Algorithm: alg, Log: cmd.ErrOrStderr(),
-				Overhead: bench.QoSOverheadOptions{Rounds: rounds, Log: cmd.ErrOrStderr()}}
+				Overhead: bench.QoSOverheadOptions{Rounds: rounds, Window: window, Log: cmd.ErrOrStderr()}}
 			if quick {
 				o.Phase, o.Settle = 5*time.Second, 2*time.Second
 				o.Overhead.Rounds, o.Overhead.Window = 2, time.Second
@@ -75,6 +76,7 @@ func newBenchQoSCommand() *cobra.Command {
 	cmd.Flags().StringVar(&svg, "svg", "", "also write the timeline as an SVG plot to this file")
 	cmd.Flags().BoolVar(&overhead, "overhead-only", false, "only the shaping cost (QoS on vs --qos-off, interleaved rounds)")
 	cmd.Flags().IntVar(&rounds, "overhead-rounds", 8, "rounds of the shaping-cost comparison (each measures both servers)")
+	cmd.Flags().DurationVar(&window, "overhead-window", 3*time.Second, "how long each server is measured per round")
 	cmd.Flags().StringVar(&alg, "algorithm", "crystal", "the bandwidth controller's algorithm: crystal, maxmin or psfa")
 	return cmd
 }
