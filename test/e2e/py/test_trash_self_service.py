@@ -109,3 +109,59 @@ def test_tenant_lists_and_restores_only_its_own_bin(pair):
 
     # The admin still sees every tenant's bin; B's item is untouched.
     assert _bin(b, tb) == theirs and _bin(a, ta) == []
+
+
+def test_delete_racing_puts_keeps_every_deleted_version(server, tenant, bucket):
+    """`facet serve` (the fs store deletes conditionally): DELETEs race a
+    writer's PUTs on one key. Every version a DELETE removed is in the bin,
+    and the version standing at the end is the last PUT or is in the bin:
+    no acknowledged write is lost. A DELETE that finds the object changing
+    under its copy may answer SlowDown (retryable) and deletes nothing."""
+    import hashlib
+    import threading
+    import time
+
+    from conftest import make_client
+
+    server.ctl("policy", "add", f"FOR BUCKET {tenant['tenant']}/{bucket} DO SET recycle_bin WITH max_time=1d")
+    writer = make_client(server.endpoint, tenant)
+    stop = threading.Event()
+    slow, errors = [], []
+
+    def delete_loop():
+        c = make_client(server.endpoint, tenant)
+        while not stop.is_set():
+            try:
+                c.delete_object(Bucket=bucket, Key="k")
+            except ClientError as e:
+                (slow if e.response["Error"]["Code"] == "SlowDown" else errors).append(e)
+
+    threads = [threading.Thread(target=delete_loop) for _ in range(2)]
+    for t in threads:
+        t.start()
+    deleted, last = [], None
+    try:
+        for i in range(60):
+            body = f"version {i} ".encode() * 500
+            writer.put_object(Bucket=bucket, Key="k", Body=body)
+            last = hashlib.md5(body).hexdigest()
+            time.sleep(0.005)  # room for a DELETE before the next PUT
+            try:
+                writer.head_object(Bucket=bucket, Key="k")
+            except ClientError as e:
+                if e.response["ResponseMetadata"]["HTTPStatusCode"] == 404:
+                    deleted.append(last)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    kept = [i["etag"] for i in json.loads(_as_tenant(server, tenant, "trash", "list", "-o", "json"))["items"]]
+    missing = [v for v in deleted if v not in kept]
+    assert not missing, f"{len(missing)} deleted versions are not in the bin"
+    try:
+        now = writer.head_object(Bucket=bucket, Key="k")["ETag"].strip('"')
+        assert now == last, "the object standing is not the last PUT"
+    except ClientError:
+        assert last in kept, "the last PUT was deleted and is not in the bin"
+    print(f"\n60 PUTs, {len(deleted)} seen deleted, {len(set(kept))} versions in the bin, {len(slow)} DELETEs answered SlowDown")
