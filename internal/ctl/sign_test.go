@@ -1,9 +1,7 @@
 package ctl
 
 import (
-	"crypto/rand"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,15 +14,8 @@ import (
 // listener (the dashboard's handler in front of the control API, as
 // `facet serve` mounts it) scopes them to the tenant.
 func TestTenantKeysSignCalls(t *testing.T) {
-	mk := make([]byte, meta.MasterKeySize)
-	if _, err := rand.Read(mk); err != nil {
-		t.Fatal(err)
-	}
-	st, err := meta.Open(t.Context(), filepath.Join(t.TempDir(), "meta.db"), mk, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	var st *meta.Store
+	newEnvWith(t, func(s *meta.Store, _ *admin.Config) { st = s })
 	_, acme, err := st.CreateTenantWithKey(t.Context(), "acme")
 	if err != nil {
 		t.Fatal(err)

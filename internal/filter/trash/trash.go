@@ -172,10 +172,7 @@ const deleteAttempts = 5
 // changing under the copy, Delete gives up with ErrBusy and deletes
 // nothing. A missing object is no error (there is nothing to keep).
 func (s *Store) Delete(ctx context.Context, tenant, bucket, key string, keepFor time.Duration) error {
-	if err := s.ensureBucket(ctx); err != nil {
-		return fmt.Errorf("recycle bin: %w", err)
-	}
-	work, err := s.admit(ctx, tenant)
+	work, err := s.start(ctx, tenant)
 	if err != nil {
 		return err
 	}
@@ -237,16 +234,22 @@ func (s *Store) deleteIfUnchanged(ctx context.Context, bucket, key string, kept 
 // overwrites). It returns storage.ErrObjectNotFound when there is
 // nothing to keep.
 func (s *Store) Keep(ctx context.Context, tenant, bucket, key string, keepFor time.Duration) error {
-	if err := s.ensureBucket(ctx); err != nil {
-		return fmt.Errorf("recycle bin: %w", err)
-	}
-	work, err := s.admit(ctx, tenant)
+	work, err := s.start(ctx, tenant)
 	if err != nil {
 		return err
 	}
 	defer work.Done()
 	_, _, err = s.keepOnce(ctx, work, tenant, bucket, key, keepFor)
 	return err
+}
+
+// start readies the bin for a copy into it and admits the copy into
+// tenant's background class; the caller ends the work.
+func (s *Store) start(ctx context.Context, tenant string) (Work, error) {
+	if err := s.ensureBucket(ctx); err != nil {
+		return nil, fmt.Errorf("recycle bin: %w", err)
+	}
+	return s.admit(ctx, tenant)
 }
 
 // keepOnce copies the version of bucket/key it reads into the bin and
