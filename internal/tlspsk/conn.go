@@ -37,6 +37,10 @@ type Conn struct {
 		err error
 	}
 	closed atomic.Bool
+	// retried: the handshake went through a HelloRetryRequest; ccsSent:
+	// the middlebox-compatibility change_cipher_spec went out after it,
+	// and must not go again.
+	retried, ccsSent bool
 }
 
 // writeFlush is how much ciphertext WriteBuffers gathers per write

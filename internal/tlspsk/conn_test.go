@@ -16,6 +16,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,6 +44,8 @@ type clientOpts struct {
 	badBinder  bool
 	badFinish  bool
 	noPSKModes bool
+	// supportedGroups, when set, is sent as supported_groups.
+	supportedGroups []uint16
 }
 
 func defaultOpts(identity string, key []byte) clientOpts {
@@ -52,14 +55,14 @@ func defaultOpts(identity string, key []byte) clientOpts {
 
 // clientHandshake runs the client side on nc and returns the client's
 // Conn, or the alert the server sent.
-func clientHandshake(nc net.Conn, o clientOpts) (*Conn, error) {
+// buildHello builds a ClientHello with key shares of shareGroups whose
+// binders cover prefix (after a HelloRetryRequest) and the hello itself.
+func buildHello(o clientOpts, random []byte, shareGroups []uint16, prefix []byte) ([]byte, map[uint16]*ecdh.PrivateKey) {
 	privs := map[uint16]*ecdh.PrivateKey{}
 	var b cryptobyte.Builder
 	b.AddUint8(msgClientHello)
 	b.AddUint24LengthPrefixed(func(b *cryptobyte.Builder) {
 		b.AddUint16(0x0303)
-		random := make([]byte, 32)
-		rand.Read(random)
 		b.AddBytes(random)
 		b.AddUint8LengthPrefixed(func(b *cryptobyte.Builder) {
 			if o.sessionID {
@@ -90,7 +93,7 @@ func clientHandshake(nc net.Conn, o clientOpts) (*Conn, error) {
 			b.AddUint16(extKeyShare)
 			b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
 				b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
-					for _, g := range o.groups {
+					for _, g := range shareGroups {
 						curve := ecdh.X25519()
 						if g == groupSecp256r1 {
 							curve = ecdh.P256()
@@ -102,7 +105,17 @@ func clientHandshake(nc net.Conn, o clientOpts) (*Conn, error) {
 					}
 				})
 			})
-			if o.earlyData != nil {
+			if len(o.supportedGroups) > 0 {
+				b.AddUint16(extSupportedGroups)
+				b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+					b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
+						for _, g := range o.supportedGroups {
+							b.AddUint16(g)
+						}
+					})
+				})
+			}
+			if o.earlyData != nil && prefix == nil {
 				b.AddUint16(extEarlyData)
 				b.AddUint16(0)
 			}
@@ -127,7 +140,7 @@ func clientHandshake(nc net.Conn, o clientOpts) (*Conn, error) {
 	// The binder of our identity is the last one: fill it in.
 	sched := newSchedule(o.key)
 	bindersLen := 2 + 33*(len(o.extraIDs)+1)
-	binder := sched.binder(labelExtBinder, sumOf(ch[:len(ch)-bindersLen]))
+	binder := sched.binder(labelExtBinder, sumOf(append(append([]byte(nil), prefix...), ch[:len(ch)-bindersLen]...)))
 	if o.badBinder {
 		binder[0] ^= 1
 	}
@@ -136,29 +149,76 @@ func clientHandshake(nc net.Conn, o clientOpts) (*Conn, error) {
 		copy(ch[len(ch)-bindersLen+2+33*i+1:], binder) // wrong binders for names the server must not know
 	}
 
+	return ch, privs
+}
+
+func clientHandshake(nc net.Conn, o clientOpts) (*Conn, error) {
 	c := newConn(nc)
-	var out []byte
-	if o.fragment {
-		for rest := ch; len(rest) > 0; {
-			n := min(100, len(rest))
-			out = c.out.hc.appendRecord(out, typeHandshake, rest[:n])
-			rest = rest[n:]
+	send := func(out, ch []byte) error {
+		if o.fragment {
+			for rest := ch; len(rest) > 0; {
+				n := min(100, len(rest))
+				out = c.out.hc.appendRecord(out, typeHandshake, rest[:n])
+				rest = rest[n:]
+			}
+		} else {
+			out = c.out.hc.appendRecord(out, typeHandshake, ch)
 		}
-	} else {
-		out = c.out.hc.appendRecord(out, typeHandshake, ch)
+		_, err := nc.Write(out)
+		return err
 	}
-	if _, err := nc.Write(out); err != nil {
+	// serverHello reads the next ServerHello, in plaintext, skipping the
+	// change_cipher_spec that may follow a HelloRetryRequest.
+	serverHello := func() ([]byte, error) {
+		for {
+			hdr, body, err := c.readRecord()
+			if err != nil {
+				return nil, err
+			}
+			switch hdr[0] {
+			case typeAlert:
+				return nil, alertFromPeer(body)
+			case typeChangeCipherSpec:
+				continue
+			}
+			return append([]byte(nil), body...), nil
+		}
+	}
+	random := make([]byte, 32)
+	rand.Read(random)
+	ch, privs := buildHello(o, random, o.groups, nil)
+	if err := send(nil, ch); err != nil {
 		return nil, err
 	}
-
-	// ServerHello, in plaintext.
-	hdr, body, err := c.readRecord()
+	body, err := serverHello()
 	if err != nil {
 		return nil, err
 	}
-	if hdr[0] == typeAlert {
-		return nil, alertFromPeer(body)
+	th, sentCCS := newHash(), false
+	if len(body) >= 38 && bytes.Equal(body[6:38], helloRetryRandom) {
+		// HelloRetryRequest: its key_share names the group to send.
+		i := bytes.Index(body, []byte{0, byte(extKeyShare), 0, 2})
+		if i < 0 {
+			return nil, errors.New("client: HelloRetryRequest without a group")
+		}
+		group := uint16(body[i+4])<<8 | uint16(body[i+5])
+		prefix := append(append([]byte{msgMessageHash, 0, 0, hashLen}, sumOf(ch)...), body...)
+		var ch2 []byte
+		ch2, privs = buildHello(o, random, []uint16{group}, prefix)
+		var ccs []byte
+		if o.sessionID {
+			ccs, sentCCS = append(ccs, ccsRecord...), true
+		}
+		if err := send(ccs, ch2); err != nil {
+			return nil, err
+		}
+		if body, err = serverHello(); err != nil {
+			return nil, err
+		}
+		th.Write(prefix)
+		ch = ch2
 	}
+	sched := newSchedule(o.key)
 	sh := cryptobyte.String(append([]byte(nil), body...))
 	var (
 		typ         uint8
@@ -222,7 +282,6 @@ func clientHandshake(nc net.Conn, o clientOpts) (*Conn, error) {
 		}
 	}
 	c.group, c.suite = group, chosen
-	th := newHash()
 	th.Write(ch)
 	th.Write(body)
 	sched.setShared(shared)
@@ -279,9 +338,9 @@ func clientHandshake(nc net.Conn, o clientOpts) (*Conn, error) {
 	if o.badFinish {
 		fin[0] ^= 1
 	}
-	out = nil
-	if o.sessionID {
-		out = append(out, typeChangeCipherSpec, 3, 3, 0, 1, 1)
+	var out []byte
+	if o.sessionID && !sentCCS {
+		out = append(out, ccsRecord...)
 	}
 	out = c.out.hc.appendRecord(out, typeHandshake, handshakeMsg(msgFinished, fin))
 	if _, err := nc.Write(out); err != nil {
@@ -373,6 +432,16 @@ func TestHandshakeVariants(t *testing.T) {
 		{"fragmented ClientHello", func(o *clientOpts) { o.fragment = true }, TLS_AES_128_GCM_SHA256, groupX25519},
 		{"unknown identities first", func(o *clientOpts) { o.extraIDs = []string{"mallory", "eve"} }, TLS_AES_128_GCM_SHA256, groupX25519},
 		{"0-RTT skipped", func(o *clientOpts) { o.earlyData = []byte("early, never read") }, TLS_AES_128_GCM_SHA256, groupX25519},
+		{"HelloRetryRequest for x25519", func(o *clientOpts) {
+			o.groups, o.supportedGroups = []uint16{0x0018}, []uint16{0x0018, groupX25519, groupSecp256r1}
+		}, TLS_AES_128_GCM_SHA256, groupX25519},
+		{"HelloRetryRequest for P-256, no session id, fragmented", func(o *clientOpts) {
+			o.groups, o.supportedGroups, o.sessionID, o.fragment = nil, []uint16{groupSecp256r1}, false, true
+		}, TLS_AES_128_GCM_SHA256, groupSecp256r1},
+		{"HelloRetryRequest rather than psk_ke", func(o *clientOpts) {
+			o.groups, o.supportedGroups, o.extraIDs = nil, []uint16{groupX25519}, []string{"eve"}
+		}, TLS_AES_128_GCM_SHA256, groupX25519},
+		{"psk_ke when no group is shared", func(o *clientOpts) { o.groups, o.supportedGroups = []uint16{0x0018}, []uint16{0x0018} }, TLS_AES_128_GCM_SHA256, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -385,6 +454,9 @@ func TestHandshakeVariants(t *testing.T) {
 			pc := s.(*Conn)
 			if id != "alice" || pc.CipherSuite() != tc.suite || pc.Group() != tc.group || c.Group() != tc.group {
 				t.Fatalf("identity %q suite %#x group %#x (client %#x)", id, pc.CipherSuite(), pc.Group(), c.Group())
+			}
+			if want := strings.HasPrefix(tc.name, "HelloRetryRequest"); pc.retried != want {
+				t.Fatalf("HelloRetryRequest sent: %v, want %v", pc.retried, want)
 			}
 			roundTrip(t, s, c, 100<<10)
 		})

@@ -3,6 +3,7 @@ package tlspsk
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -30,6 +31,37 @@ func capturedHello(t testing.TB, o clientOpts) []byte {
 	c := &streamConn{r: bytes.NewReader(nil)}
 	clientHandshake(c, o) // fails at the ServerHello it cannot read
 	return c.out.Bytes()
+}
+
+// retryStream is a client's side of a HelloRetryRequest exchange up to
+// its second ClientHello: the server's answer is fixed by the first, so
+// the second can be made in advance.
+func retryStream(key []byte) []byte {
+	o := defaultOpts("alice", key)
+	o.groups, o.supportedGroups = nil, []uint16{groupX25519}
+	random := make([]byte, 32)
+	ch1, _ := buildHello(o, random, nil, nil)
+	hrr := serverHello(helloRetryRandom, random, TLS_AES_128_GCM_SHA256, -1, nil, groupX25519)
+	ch2, _ := buildHello(o, random, []uint16{groupX25519}, append(append([]byte{msgMessageHash, 0, 0, hashLen}, sumOf(ch1)...), hrr...))
+	var plain halfConn
+	stream := plain.appendRecord(nil, typeHandshake, ch1)
+	stream = append(stream, ccsRecord...)
+	return plain.appendRecord(stream, typeHandshake, ch2)
+}
+
+// TestRetryStream: the fuzz seed gets through the HelloRetryRequest and
+// both binders, to where the client's Finished is due.
+func TestRetryStream(t *testing.T) {
+	key := bytes.Repeat([]byte{1}, 32)
+	srv := NewServer(Config{Key: func(context.Context, string) ([]byte, error) { return key, nil }})
+	c := &streamConn{r: bytes.NewReader(retryStream(key))}
+	_, _, err := srv.Handshake(context.Background(), c)
+	if err == nil || !errors.Is(err, io.EOF) {
+		t.Fatalf("want EOF where the Finished is due, got %v", err)
+	}
+	if !bytes.Contains(c.out.Bytes(), helloRetryRandom) {
+		t.Fatal("no HelloRetryRequest was sent")
+	}
 }
 
 func FuzzClientHello(f *testing.F) {
@@ -63,6 +95,7 @@ func FuzzHandshake(f *testing.F) {
 	o.fragment, o.earlyData = true, []byte("0rtt")
 	f.Add(capturedHello(f, o))
 	f.Add(append([]byte{typeHandshake, 3, 1, 0x02, 0x00}, rfcClientHello(f)...))
+	f.Add(retryStream(key))
 	srv := NewServer(Config{Key: func(_ context.Context, id string) ([]byte, error) {
 		if id == "alice" {
 			return key, nil

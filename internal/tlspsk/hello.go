@@ -1,6 +1,8 @@
 package tlspsk
 
 import (
+	"slices"
+
 	"golang.org/x/crypto/cryptobyte"
 )
 
@@ -21,6 +23,7 @@ const (
 	extKeyShare          uint16 = 51
 	extPreSharedKey      uint16 = 41
 	extEarlyData         uint16 = 42
+	extSupportedGroups   uint16 = 10
 )
 
 // Named groups of the (EC)DHE part.
@@ -59,6 +62,7 @@ type clientHello struct {
 	hasModes    bool
 	shares      []keyShare
 	hasShares   bool
+	groups      []uint16 // supported_groups
 	identities  []pskIdentity
 	binders     [][]byte
 	hasPSK      bool
@@ -157,6 +161,16 @@ func parseClientHello(msg []byte) (*clientHello, error) {
 				ks.data = key
 				ch.shares = append(ch.shares, ks)
 			}
+		case extSupportedGroups:
+			var list cryptobyte.String
+			if !data.ReadUint16LengthPrefixed(&list) || len(list) < 2 || len(list)%2 != 0 || !data.Empty() {
+				return nil, alertf(alertDecodeError, "malformed supported_groups")
+			}
+			for !list.Empty() {
+				var g uint16
+				list.ReadUint16(&g)
+				ch.groups = append(ch.groups, g)
+			}
 		case extEarlyData:
 			if !data.Empty() {
 				return nil, alertf(alertDecodeError, "malformed early_data")
@@ -234,6 +248,29 @@ func (ch *clientHello) allowsMode(m byte) bool {
 	return false
 }
 
+// ourGroups are the (EC)DHE groups in the server's order of preference.
+var ourGroups = []uint16{groupX25519, groupSecp256r1}
+
+// pickShare is the first of our groups the client sent a share of.
+func (ch *clientHello) pickShare() uint16 {
+	for _, g := range ourGroups {
+		if ch.share(g) != nil {
+			return g
+		}
+	}
+	return 0
+}
+
+// pickGroup is the first of our groups the client supports.
+func (ch *clientHello) pickGroup() uint16 {
+	for _, g := range ourGroups {
+		if slices.Contains(ch.groups, g) {
+			return g
+		}
+	}
+	return 0
+}
+
 func (ch *clientHello) share(group uint16) []byte {
 	for _, ks := range ch.shares {
 		if ks.group == group {
@@ -243,8 +280,21 @@ func (ch *clientHello) share(group uint16) []byte {
 	return nil
 }
 
-// serverHello builds the ServerHello message.
-func serverHello(random, sessionID []byte, suite uint16, identity uint16, share *keyShare) []byte {
+// helloRetryRandom is the random of a HelloRetryRequest: SHA-256 of
+// "HelloRetryRequest" (RFC 8446 §4.1.3).
+var helloRetryRandom = []byte{
+	0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+	0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+}
+
+// msgMessageHash stands for the first ClientHello in the transcript
+// after a HelloRetryRequest.
+const msgMessageHash byte = 254
+
+// serverHello builds a ServerHello: identity is the selected PSK (-1:
+// none, a HelloRetryRequest), share our key share, or for a
+// HelloRetryRequest retryGroup the group the client must send a share of.
+func serverHello(random, sessionID []byte, suite uint16, identity int, share *keyShare, retryGroup uint16) []byte {
 	var b cryptobyte.Builder
 	b.AddUint8(msgServerHello)
 	b.AddUint24LengthPrefixed(func(b *cryptobyte.Builder) {
@@ -257,15 +307,22 @@ func serverHello(random, sessionID []byte, suite uint16, identity uint16, share 
 			b.AddUint16(extSupportedVersions)
 			b.AddUint16(2)
 			b.AddUint16(versionTLS13)
-			b.AddUint16(extPreSharedKey)
-			b.AddUint16(2)
-			b.AddUint16(identity)
-			if share != nil {
+			if identity >= 0 {
+				b.AddUint16(extPreSharedKey)
+				b.AddUint16(2)
+				b.AddUint16(uint16(identity))
+			}
+			switch {
+			case share != nil:
 				b.AddUint16(extKeyShare)
 				b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) {
 					b.AddUint16(share.group)
 					b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(share.data) })
 				})
+			case retryGroup != 0:
+				b.AddUint16(extKeyShare)
+				b.AddUint16(2)
+				b.AddUint16(retryGroup)
 			}
 		})
 	})

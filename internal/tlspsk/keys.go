@@ -1,7 +1,6 @@
 // Package tlspsk owns a server-side TLS 1.3 handshake authenticated by
-// external pre-shared keys (RFC 8446 psk_dhe_ke and psk_ke, RFC 9258's
-// "external PSK" without importers), and the record layer that follows
-// it, exposed as a net.Conn.
+// external pre-shared keys (RFC 8446 §4.2.11, psk_dhe_ke and psk_ke), and
+// the record layer that follows it, exposed as a net.Conn.
 //
 // Go's crypto/tls implements neither TLS 1.2 PSK cipher suites nor TLS
 // 1.3 external PSKs, while the NBD clients (qemu's tls-creds-psk, libnbd's
@@ -9,13 +8,12 @@
 // GnuTLS offers TLS 1.3 first and binds external PSKs to SHA-256, so this
 // package speaks exactly that: TLS 1.3 only, the SHA-256 suites
 // (TLS_AES_128_GCM_SHA256, TLS_CHACHA20_POLY1305_SHA256), X25519 or
-// secp256r1 for the (EC)DHE part. There is no certificate, no session
-// ticket, no early data (offered early data is skipped, as RFC 8446
-// §4.2.10 lets a server do) and no HelloRetryRequest: a client that sends
-// no usable key share and does not allow psk_ke is refused with
-// handshake_failure. A ClientHello without a pre_shared_key extension can
-// be handed to crypto/tls (Config.Fallback), so certificate clients keep
-// working on the same port.
+// secp256r1 for the (EC)DHE part, asked for with a HelloRetryRequest when
+// the client supports one but sent no share of it. There is no
+// certificate, no session ticket and no early data (offered early data is
+// skipped, as RFC 8446 §4.2.10 lets a server do). A ClientHello without a
+// pre_shared_key extension can be handed to crypto/tls (Config.Fallback),
+// so certificate clients keep working on the same port.
 package tlspsk
 
 import (

@@ -126,7 +126,7 @@ func TestServerHelloRFC8448(t *testing.T) {
 	want := unhex(t, rfcServerHello)
 	random := want[6 : 6+32]
 	share := &keyShare{group: groupX25519, data: unhex(t, "121761ee42c333e1b9e77b60dd57c2053cd94512ab47f115e86eff50942cea31")}
-	got := serverHello(random, nil, TLS_AES_128_GCM_SHA256, 0, share)
+	got := serverHello(random, nil, TLS_AES_128_GCM_SHA256, 0, share, 0)
 	// The trace orders extensions pre_shared_key, key_share,
 	// supported_versions; ours puts supported_versions first. Compare
 	// everything but the extension order.

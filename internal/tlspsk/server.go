@@ -9,8 +9,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -51,7 +53,7 @@ func (s *Server) Handshake(ctx context.Context, nc net.Conn) (net.Conn, string, 
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	c := newConn(nc)
-	hello, raw, err := c.readClientHello()
+	hello, raw, err := c.readClientHello(false)
 	if err != nil {
 		return nil, "", c.handshakeFailed(ctx, err)
 	}
@@ -78,12 +80,21 @@ func (c *Conn) handshakeFailed(ctx context.Context, err error) error {
 
 // readClientHello reads the plaintext records that carry the ClientHello
 // and returns it with the raw records, for a fallback to replay them.
-func (c *Conn) readClientHello() (*clientHello, []byte, error) {
+// After a HelloRetryRequest (retry) one change_cipher_spec may come
+// first.
+func (c *Conn) readClientHello(retry bool) (*clientHello, []byte, error) {
 	var raw []byte
 	for {
 		hdr, body, err := c.readRecord()
 		if err != nil {
 			return nil, nil, err
+		}
+		if retry && hdr[0] == typeChangeCipherSpec && len(body) == 1 && body[0] == 1 && len(raw) == 0 && len(c.in.hs) == 0 {
+			retry = false
+			continue
+		}
+		if hdr[0] == typeAlert {
+			return nil, nil, alertFromPeer(body)
 		}
 		if hdr[0] != typeHandshake {
 			return nil, nil, alertf(alertUnexpectedMessage, "record of type %d before the ClientHello", hdr[0])
@@ -129,82 +140,64 @@ func (s *Server) serverHandshake(ctx context.Context, c *Conn, ch *clientHello) 
 		return alertf(alertHandshakeFailure, "no common cipher suite (TLS_AES_128_GCM_SHA256 or TLS_CHACHA20_POLY1305_SHA256 needed)")
 	}
 
-	// The first identity we know; its binder proves the key.
-	chHash := sumOf(ch.truncated)
-	var (
-		sched *schedule
-		index int
-	)
-	for i, id := range ch.identities {
-		if i == maxIdentities {
-			break
-		}
-		key, err := s.cfg.Key(ctx, string(id.identity))
-		if errors.Is(err, ErrUnknownIdentity) {
-			continue
-		}
-		if err != nil {
-			return &AlertError{Alert: alertInternalError, Msg: fmt.Sprintf("looking up PSK identity %q: %v", id.identity, err)}
-		}
-		sched = newSchedule(key)
-		if !hmac.Equal(sched.binder(labelExtBinder, chHash), ch.binders[i]) {
-			// RFC 8446 §4.2.11: a binder that does not validate aborts.
-			return alertf(alertDecryptError, "PSK binder of identity %q does not verify: the client's key is not this identity's", id.identity)
-		}
-		c.identity, index = string(id.identity), i
-		break
-	}
-	if sched == nil {
-		// decrypt_error rather than unknown_psk_identity, as RFC 8446
-		// §6.2 allows: a client learns nothing about which names exist.
-		return alertf(alertDecryptError, "no known PSK identity among %q", identityNames(ch.identities))
+	sched, index, err := s.selectPSK(ctx, c, ch, sumOf(ch.truncated))
+	if err != nil {
+		return err
 	}
 
-	// psk_dhe_ke when a share of ours is there, else psk_ke if allowed.
-	var shared []byte
-	var share *keyShare
-	if ch.allowsMode(modePSKDHE) {
-		for _, g := range []struct {
-			id    uint16
-			curve ecdh.Curve
-		}{{groupX25519, ecdh.X25519()}, {groupSecp256r1, ecdh.P256()}} {
-			data := ch.share(g.id)
-			if data == nil {
-				continue
+	// psk_dhe_ke whenever the client allows it: with its x25519 or P-256
+	// share, or after a HelloRetryRequest for one of them it supports.
+	// psk_ke only when that is all the client allows, or when it
+	// supports neither group.
+	transcript := newHash()
+	var out []byte
+	group, retried := ch.pickShare(), false
+	if ch.allowsMode(modePSKDHE) && group == 0 {
+		if g := ch.pickGroup(); g != 0 {
+			if ch, sched, index, err = s.helloRetry(ctx, c, ch, st, g, transcript); err != nil {
+				return err
 			}
-			peer, err := g.curve.NewPublicKey(data)
-			if err != nil {
-				return alertf(alertIllegalParameter, "invalid key share for group %#04x", g.id)
-			}
-			priv, err := g.curve.GenerateKey(rand.Reader)
-			if err != nil {
-				return &AlertError{Alert: alertInternalError, Msg: err.Error()}
-			}
-			if shared, err = priv.ECDH(peer); err != nil {
-				return alertf(alertIllegalParameter, "key share for group %#04x: %v", g.id, err)
-			}
-			share = &keyShare{group: g.id, data: priv.PublicKey().Bytes()}
-			c.group = g.id
-			break
+			group, retried = g, true
+		} else if !ch.allowsMode(modePSK) {
+			return alertf(alertHandshakeFailure, "psk_dhe_ke, but the client supports neither x25519 nor secp256r1")
 		}
 	}
-	if share == nil && !ch.allowsMode(modePSK) {
-		return alertf(alertHandshakeFailure, "psk_dhe_ke without a key share for x25519 or secp256r1 (HelloRetryRequest is not implemented)")
+	if !retried {
+		transcript.Write(ch.raw)
+	}
+	if !ch.allowsMode(modePSKDHE) {
+		group = 0
+	}
+	var shared []byte
+	var share *keyShare
+	if group != 0 {
+		curve := ecdh.X25519()
+		if group == groupSecp256r1 {
+			curve = ecdh.P256()
+		}
+		peer, err := curve.NewPublicKey(ch.share(group))
+		if err != nil {
+			return alertf(alertIllegalParameter, "invalid key share for group %#04x", group)
+		}
+		priv, err := curve.GenerateKey(rand.Reader)
+		if err != nil {
+			return &AlertError{Alert: alertInternalError, Msg: err.Error()}
+		}
+		if shared, err = priv.ECDH(peer); err != nil {
+			return alertf(alertIllegalParameter, "key share for group %#04x: %v", group, err)
+		}
+		share = &keyShare{group: group, data: priv.PublicKey().Bytes()}
+		c.group = group
 	}
 	c.suite = st.id
 
-	transcript := newHash()
-	transcript.Write(ch.raw)
 	random := make([]byte, 32)
 	rand.Read(random)
-	sh := serverHello(random, ch.sessionID, st.id, uint16(index), share)
+	sh := serverHello(random, ch.sessionID, st.id, index, share, 0)
 	transcript.Write(sh)
-	out := c.out.hc.appendRecord(nil, typeHandshake, sh)
-	if len(ch.sessionID) > 0 {
-		// Middlebox compatibility (RFC 8446 §D.4): a client that sent a
-		// session id expects a change_cipher_spec before our first
-		// protected record.
-		out = append(out, typeChangeCipherSpec, 3, 3, 0, 1, 1)
+	out = c.out.hc.appendRecord(out, typeHandshake, sh)
+	if len(ch.sessionID) > 0 && !c.ccsSent {
+		out = append(out, ccsRecord...)
 	}
 	sched.setShared(shared)
 	clientHS, serverHS := sched.handshakeSecrets(transcript.Sum(nil))
@@ -242,6 +235,80 @@ func (s *Server) serverHandshake(ctx context.Context, c *Conn, ch *clientHello) 
 		return alertf(alertUnexpectedMessage, "data after the client Finished in its record")
 	}
 	return c.in.hc.setSecret(st, clientApp)
+}
+
+// ccsRecord is the dummy change_cipher_spec of middlebox compatibility
+// (RFC 8446 §D.4): a client that sent a session id expects one right
+// after our first handshake message.
+var ccsRecord = []byte{typeChangeCipherSpec, 3, 3, 0, 1, 1}
+
+// selectPSK picks the first identity of ch that has a key and checks its
+// binder over binderHash (the transcript up to the binders).
+func (s *Server) selectPSK(ctx context.Context, c *Conn, ch *clientHello, binderHash []byte) (*schedule, int, error) {
+	for i, id := range ch.identities {
+		if i == maxIdentities {
+			break
+		}
+		key, err := s.cfg.Key(ctx, string(id.identity))
+		if errors.Is(err, ErrUnknownIdentity) {
+			continue
+		}
+		if err != nil {
+			return nil, 0, &AlertError{Alert: alertInternalError, Msg: fmt.Sprintf("looking up PSK identity %q: %v", id.identity, err)}
+		}
+		sched := newSchedule(key)
+		if !hmac.Equal(sched.binder(labelExtBinder, binderHash), ch.binders[i]) {
+			// RFC 8446 §4.2.11: a binder that does not validate aborts.
+			return nil, 0, alertf(alertDecryptError, "PSK binder of identity %q does not verify: the client's key is not this identity's", id.identity)
+		}
+		c.identity = string(id.identity)
+		return sched, i, nil
+	}
+	// decrypt_error rather than unknown_psk_identity, as RFC 8446 §6.2
+	// allows: a client learns nothing about which names exist.
+	return nil, 0, alertf(alertDecryptError, "no known PSK identity among %q", identityNames(ch.identities))
+}
+
+// helloRetry sends a HelloRetryRequest for a share of group and returns
+// the second ClientHello with its PSK checked again. transcript then
+// holds message_hash(ClientHello1), the HelloRetryRequest and
+// ClientHello2 (RFC 8446 §4.4.1).
+func (s *Server) helloRetry(ctx context.Context, c *Conn, ch1 *clientHello, st *suite, group uint16, transcript hash.Hash) (*clientHello, *schedule, int, error) {
+	c.retried = true
+	prefix := append([]byte{msgMessageHash, 0, 0, hashLen}, sumOf(ch1.raw)...)
+	hrr := serverHello(helloRetryRandom, ch1.sessionID, st.id, -1, nil, group)
+	prefix = append(prefix, hrr...)
+	out := c.out.hc.appendRecord(nil, typeHandshake, hrr)
+	if len(ch1.sessionID) > 0 {
+		out = append(out, ccsRecord...)
+		c.ccsSent = true
+	}
+	if _, err := c.nc.Write(out); err != nil {
+		return nil, nil, 0, err
+	}
+	ch, _, err := c.readClientHello(true)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	switch {
+	case !ch.hasPSK || !ch.hasModes || !ch.offersTLS13():
+		return nil, nil, 0, alertf(alertIllegalParameter, "the second ClientHello drops TLS 1.3 or its PSK")
+	case !bytes.Equal(ch.sessionID, ch1.sessionID):
+		return nil, nil, 0, alertf(alertIllegalParameter, "the second ClientHello changes the session id")
+	case len(ch.shares) != 1 || ch.share(group) == nil:
+		return nil, nil, 0, alertf(alertIllegalParameter, "the second ClientHello lacks the one key share asked for (group %#04x)", group)
+	case ch.earlyData:
+		return nil, nil, 0, alertf(alertIllegalParameter, "early data offered after a HelloRetryRequest")
+	case !slices.Contains(ch.suites, st.id):
+		return nil, nil, 0, alertf(alertIllegalParameter, "the second ClientHello drops the cipher suite")
+	}
+	sched, index, err := s.selectPSK(ctx, c, ch, sumOf(append(prefix, ch.truncated...)))
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	transcript.Write(prefix)
+	transcript.Write(ch.raw)
+	return ch, sched, index, nil
 }
 
 // readClientFinished reads the client's second flight: an optional
