@@ -350,6 +350,8 @@ func (c *Conn) Close() error {
 
 var _ net.Conn = (*Conn)(nil)
 
+// String describes the session for logs: identity, suite, group (0:
+// psk_ke) and whether a HelloRetryRequest was needed.
 func (c *Conn) String() string {
-	return fmt.Sprintf("tls-psk %s identity=%q suite=%#04x", c.nc.RemoteAddr(), c.identity, c.suite)
+	return fmt.Sprintf("TLS 1.3 PSK identity=%q suite=%#04x group=%#04x hrr=%v", c.identity, c.suite, c.group, c.retried)
 }

@@ -254,12 +254,12 @@ func (s *Server) selectPSK(ctx context.Context, c *Conn, ch *clientHello, binder
 			continue
 		}
 		if err != nil {
-			return nil, 0, &AlertError{Alert: alertInternalError, Msg: fmt.Sprintf("looking up PSK identity %q: %v", id.identity, err)}
+			return nil, 0, &AlertError{Alert: alertInternalError, Msg: fmt.Sprintf("looking up PSK identity %q: %v", clip(id.identity), err)}
 		}
 		sched := newSchedule(key)
 		if !hmac.Equal(sched.binder(labelExtBinder, binderHash), ch.binders[i]) {
 			// RFC 8446 §4.2.11: a binder that does not validate aborts.
-			return nil, 0, alertf(alertDecryptError, "PSK binder of identity %q does not verify: the client's key is not this identity's", id.identity)
+			return nil, 0, alertf(alertDecryptError, "PSK binder of identity %q does not verify: the client's key is not this identity's", clip(id.identity))
 		}
 		c.identity = string(id.identity)
 		return sched, i, nil
@@ -392,10 +392,23 @@ func sumOf(b []byte) []byte {
 	return h.Sum(nil)
 }
 
+// identityNames lists the identities a client offered, each clipped:
+// they end up in logs and come from anyone.
 func identityNames(ids []pskIdentity) []string {
-	out := make([]string, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, string(id.identity))
+	out := make([]string, 0, min(len(ids), maxIdentities))
+	for i, id := range ids {
+		if i == maxIdentities {
+			out = append(out, fmt.Sprintf("(%d more)", len(ids)-i))
+			break
+		}
+		out = append(out, clip(id.identity))
 	}
 	return out
+}
+
+func clip(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "…"
+	}
+	return string(b)
 }

@@ -190,7 +190,7 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 		return
 	}
 	nc.SetDeadline(time.Time{})
-	s.log.Info("nbd export opened", "export", info.Name, "peer", c.peer.Addr, "tls", c.peer.TLS)
+	s.log.Info("nbd export opened", "export", info.Name, "peer", c.peer.Addr, "tls", c.peer.TLS, "identity", c.peer.Identity)
 	err = c.transmit(ctx, dev, info)
 	if cerr := dev.Close(); cerr != nil && err == nil {
 		err = cerr
@@ -352,6 +352,9 @@ func (c *conn) startTLS(ctx context.Context) error {
 	c.rw = tc
 	c.peer.TLS = true
 	c.peer.Identity = id
+	if st, ok := tc.(fmt.Stringer); ok {
+		c.s.log.Debug("nbd STARTTLS done", "peer", c.peer.Addr, "session", st.String())
+	}
 	return nil
 }
 
