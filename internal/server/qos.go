@@ -223,8 +223,10 @@ type s3QoS struct {
 // controller splits across gateways like a tenant's.
 func (a s3QoS) Admit(ctx context.Context, tenant, method string) (s3api.Shaper, error) {
 	c := qos.ClassOf(method)
-	if r := flowctx.From(ctx); r != nil && r.Class != "" {
-		if _, ok := a.slos.ClassSLO(tenant, r.Class); ok {
+	if r := flowctx.From(ctx); r != nil && r.Class != "" && a.slos.policies != nil {
+		// On every request: whether a policy names the class, not its
+		// parsed SLO (the limiter reads that when the flow is made).
+		if _, ok := a.slos.policies.ContextBandwidth(tenant, r.Class); ok {
 			c = qos.ContextClass(r.Class)
 		}
 	}

@@ -144,18 +144,19 @@ func (st *streamer) close() { st.pool.shutdown() }
 // open returns a reader of length bytes from start of f, a file of size
 // bytes; it owns f.
 func (st *streamer) open(ctx context.Context, f *os.File, start, length, size int64) io.ReadCloser {
-	flow := st.prio.flowOf(ctx)
 	if length >= st.large {
 		// A large stream is read front to back: let the kernel read
 		// further ahead (twice its default window), in both models.
 		const fadvSequential = 2
 		_, _, _ = syscall.Syscall6(syscall.SYS_FADVISE64, f.Fd(), uintptr(start), uintptr(length), fadvSequential, 0, 0)
 	}
+	// A small object read directly has no thread to prioritise: its flow
+	// is not looked up (on every small GET, that was a policy lookup).
 	switch {
 	case st.opts.Model == IOPool:
-		return &streamReader{src: st.pool.add(f, start, length, flow)}
+		return &streamReader{src: st.pool.add(f, start, length, st.prio.flowOf(ctx))}
 	case length >= st.large:
-		return &streamReader{src: st.thread(ctx, f, start, length, flow)}
+		return &streamReader{src: st.thread(ctx, f, start, length, st.prio.flowOf(ctx))}
 	}
 	return direct(f, start, length, size)
 }
