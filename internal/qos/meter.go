@@ -87,6 +87,7 @@ type meterWriter struct {
 	ctx   context.Context
 	w     io.Writer
 	chunk int
+	lr    io.LimitedReader // ReadFrom's piece, kept here: no allocation per piece
 }
 
 func (w *meterWriter) Write(p []byte) (int, error) {
@@ -139,7 +140,8 @@ func (w *meterWriter) ReadFrom(r io.Reader) (int64, error) {
 		var n int64
 		var err error
 		if ok && w.m.Bucket.unlimited.Load() {
-			n, err = rf.ReadFrom(&io.LimitedReader{R: r, N: want})
+			w.lr = io.LimitedReader{R: r, N: want}
+			n, err = rf.ReadFrom(&w.lr)
 			w.m.served.Add(n)
 		} else {
 			if buf == nil {
