@@ -17,7 +17,7 @@ const DefaultNBDAddr = "127.0.0.1:10809"
 func addBlockFlags(f *pflag.FlagSet, bo *server.BlockOptions) {
 	f.StringVar(&bo.Addr, "nbd-addr", DefaultNBDAddr, "NBD listen address for block volumes (\"off\": no block stage); plain NBD is accepted from loopback only, others must STARTTLS")
 	f.BoolVar(&bo.RequireTLS, "nbd-require-tls", false, "refuse plain NBD from loopback too (plain loopback clients see every volume, as the local administrator)")
-	f.StringVar(&bo.TLSDir, "nbd-tls-dir", "", "NBD TLS directory (CA, server certificate); empty: DATA/nbd-tls, created on first start")
+	f.StringVar(&bo.TLSDir, "nbd-tls-dir", "", "NBD client-certificate mode's directory (CA, server certificate; empty: DATA/nbd-tls, created on first start); tenants' TLS-PSK keys, the default, live in the metadata store (facet ctl volume client-psk)")
 }
 
 // blockOptional makes the default NBD address optional: a second server
