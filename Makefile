@@ -100,7 +100,7 @@ bench: build
 	FACET_BIN=$(abspath $(BIN)) $(GO) test -run='^$$' -bench=UIOverhead -benchtime=1x ./internal/bench/
 	# Caching over versitygw (seeds/001 Fig. 5 and 6(b)): dynamic caching on oscillating 1 MiB GETs, the Arctur-like trace with and without caching, PUT admission overhead.
 	./$(BIN) bench cache
-	# Block storage (seeds/000 §9.4.4, seeds/002 §4): fio through Facet's NBD vs nbdkit's file plugin, the 4-volume 3/5/7/7 MB/s and 3K/5K/7K/7K IO/s throttles, xor and AES-XTS filter cost.
+	# Block storage (seeds/000 §9.4.4, seeds/002 §4): fio through Facet's NBD vs nbdkit's file plugin, the 4-volume 3/5/7/7 MB/s and 3K/5K/7K/7K IO/s throttles, xor and AES-XTS filter cost, TLS-PSK cost (nbdcopy plain vs TLS 1.3 PSK vs nbdkit --tls-psk).
 	./$(BIN) bench nbd
 	$(GO) test -run='^$$' -bench=Filters -benchtime=1s -cpu=1 ./internal/block/bfilter/
 	# Scale-out: GET/PUT 4 KiB and 64 MiB through facet gateway over versitygw vs straight to versitygw, then two gateways vs one with CPU.
