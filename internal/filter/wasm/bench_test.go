@@ -104,3 +104,33 @@ func BenchmarkInstanceStart(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPipeline streams 1 MiB through n chained WASM noops, as a
+// request whose policies set n filters does: the difference between n and
+// n+1 is what one more pipelined filter costs.
+func BenchmarkPipeline(b *testing.B) {
+	for _, n := range []int{1, 2, 4} {
+		b.Run(string(rune('0'+n)), func(b *testing.B) {
+			fs := make([]filter.Transformer, n)
+			for i := range fs {
+				fs[i] = newFilter(b, "noop", basicInfo("noop"), Limits{}, nil).(filter.Transformer)
+			}
+			in := randBytes(benchSize)
+			b.SetBytes(benchSize)
+			b.ResetTimer()
+			for b.Loop() {
+				var r io.Reader = bytes.NewReader(in)
+				for _, f := range fs {
+					out, err := f.Transform(context.Background(), &filter.Request{Size: benchSize}, r)
+					if err != nil {
+						b.Fatal(err)
+					}
+					r = out
+				}
+				if n, err := io.Copy(io.Discard, r); err != nil || n != benchSize {
+					b.Fatalf("%d bytes, %v", n, err)
+				}
+			}
+		})
+	}
+}

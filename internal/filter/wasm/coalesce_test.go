@@ -13,6 +13,13 @@ import (
 // linear memory: what the data segments put there.
 func initialMemory(t testing.TB, code []byte) []byte {
 	t.Helper()
+	return initialMemoryWith(t, code, func(ctx context.Context) context.Context { return ctx })
+}
+
+// initialMemoryWith is initialMemory with the instance's memory allocated
+// as mem's context says (a memory image).
+func initialMemoryWith(t testing.TB, code []byte, mem func(context.Context) context.Context) []byte {
+	t.Helper()
 	ctx := context.Background()
 	// The interpreter: nothing runs, and it compiles a module at once
 	// where the optimising compiler takes seconds under -race.
@@ -26,15 +33,15 @@ func initialMemory(t testing.TB, code []byte) []byte {
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		t.Fatal(err)
 	}
-	m, err := rt.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithStartFunctions())
+	m, err := rt.InstantiateModule(mem(ctx), cm, wazero.NewModuleConfig().WithStartFunctions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, ok := m.Memory().Read(0, m.Memory().Size())
+	b, ok := m.Memory().Read(0, m.Memory().Size())
 	if !ok {
 		t.Fatal("memory unreadable")
 	}
-	return bytes.Clone(mem)
+	return bytes.Clone(b)
 }
 
 func TestCoalesceDataKeepsInitialMemory(t *testing.T) {

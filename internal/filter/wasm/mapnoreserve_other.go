@@ -3,3 +3,5 @@
 package wasm
 
 const mapNoReserve = 0
+
+func adviseHuge([]byte) {}

@@ -30,6 +30,7 @@ func newMappedMemory(_, max uint64) experimental.LinearMemory {
 	if err != nil {
 		return &mappedMemory{}
 	}
+	adviseHuge(b)
 	return &mappedMemory{buf: b}
 }
 

@@ -168,26 +168,21 @@ func (m *Module) Run(ctx context.Context, inv Invocation, lim Limits, in io.Read
 		fail(&Error{Filter: m.name, Reason: ErrDeadline, Detail: fmt.Sprintf("ran %v for %d input bytes", d.Round(time.Millisecond), stdin.n.Load())})
 	})
 
-	cfg := wazero.NewModuleConfig().
-		// Anonymous, so that concurrent instances do not clash on a name.
-		WithName("").
+	cfg := m.config.
 		WithStdin(stdin).
 		WithStdout(stdout).
 		WithStderr(stderr).
-		WithArgs(inv.args(m.name)...).
-		// Go's runtime seeds its maps from random_get; the default source
-		// is deterministic.
-		WithRandSource(rand.Reader)
+		WithArgs(inv.args(m.name)...)
 	for _, kv := range inv.env(m.name) {
 		cfg = cfg.WithEnv(kv[0], kv[1])
 	}
 	if inv.Deps != "" {
-		cfg = cfg.WithFSConfig(wazero.NewFSConfig().WithReadOnlyDirMount(inv.Deps, DepsPath))
+		cfg = cfg.WithFSConfig(m.depsFS(inv.Deps))
 	}
 
 	go func() {
 		defer cancel(nil)
-		mod, err := m.rt.rt.InstantiateModule(withMemory(ctx), m.compiled, cfg)
+		mod, err := m.rt.rt.InstantiateModule(m.image.withMemory(ctx), m.compiled, cfg)
 		if mod != nil {
 			_ = mod.Close(context.WithoutCancel(ctx))
 		}
@@ -211,6 +206,29 @@ func (m *Module) Run(ctx context.Context, inv Invocation, lim Limits, in io.Read
 	return &output{pr: pr, bufs: &m.rt.copyBufs, stop: func() {
 		cancel(&Error{Filter: m.name, Reason: ErrCanceled, Detail: "output closed before EOF"})
 	}}
+}
+
+// baseConfig is what every instance of every module shares; Run derives
+// each request's configuration from it (each With* copies, so the base
+// is never changed). It holds no environment: wazero appends variables
+// to the slice a copy shares with its base.
+func baseConfig() wazero.ModuleConfig {
+	return wazero.NewModuleConfig().
+		// Anonymous, so that concurrent instances do not clash on a name.
+		WithName("").
+		// Go's runtime seeds its maps from random_get; the default source
+		// is deterministic.
+		WithRandSource(rand.Reader)
+}
+
+// depsFS returns the file system configuration mounting dir read-only at
+// DepsPath, made once per directory (a version's dependencies).
+func (m *Module) depsFS(dir string) wazero.FSConfig {
+	if c, ok := m.fsConfigs.Load(dir); ok {
+		return c.(wazero.FSConfig)
+	}
+	c, _ := m.fsConfigs.LoadOrStore(dir, wazero.NewFSConfig().WithReadOnlyDirMount(dir, DepsPath))
+	return c.(wazero.FSConfig)
 }
 
 // classify turns how an instance ended into nil or an *Error.

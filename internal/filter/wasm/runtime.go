@@ -112,6 +112,12 @@ type Module struct {
 	name     string
 	rt       *Runtime
 	compiled wazero.CompiledModule
+	// image is the initial memory instances map, nil when the compiled
+	// code initialises memory itself.
+	image *memImage
+	// config is baseConfig; fsConfigs caches depsFS by directory.
+	config    wazero.ModuleConfig
+	fsConfigs sync.Map
 	// stderrTokens rate-limits stderr logging across invocations.
 	stderrTokens bucket
 }
@@ -121,7 +127,8 @@ type Module struct {
 func (r *Runtime) Compile(ctx context.Context, name string, code []byte) (*Module, error) {
 	r.compileMu.Lock()
 	before := cacheEntries(r.cacheDir)
-	cm, err := r.rt.CompileModule(ctx, coalesceData(code))
+	img, prepared := prepare(code)
+	cm, err := r.rt.CompileModule(ctx, prepared)
 	if err == nil {
 		if r.cacheDir != "" && cacheEntries(r.cacheDir) == before {
 			r.loaded.Add(1)
@@ -144,7 +151,21 @@ func (r *Runtime) Compile(ctx context.Context, name string, code []byte) (*Modul
 			return nil, fmt.Errorf("wasm filter %q: imports %s.%s; only %s is provided", name, mod, fn, wasi_snapshot_preview1.ModuleName)
 		}
 	}
-	return &Module{name: name, rt: r, compiled: cm}, nil
+	return &Module{name: name, rt: r, compiled: cm, image: img, config: baseConfig()}, nil
+}
+
+// prepare returns the code to compile and, when the module's data can
+// move into a memory image (splitData, newMemImage), that image: the code
+// then has no data segments. Otherwise the code's data segments are
+// coalesced (coalesceData) and the image is nil.
+func prepare(code []byte) (*memImage, []byte) {
+	stripped, data, err := splitData(code, imagePageSize())
+	if err == nil {
+		if img, err := newMemImage(data); err == nil {
+			return img, stripped
+		}
+	}
+	return nil, coalesceData(code)
 }
 
 // CompileStats counts the modules a Runtime compiled to machine code and

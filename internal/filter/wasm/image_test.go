@@ -1,0 +1,42 @@
+package wasm
+
+import (
+	"bytes"
+	"testing"
+)
+
+// TestMemoryImageMatchesDataSegments: an instance of the stripped module
+// started on the memory image holds, before any code runs, exactly the
+// memory wazero builds from the original module's data segments.
+func TestMemoryImageMatchesDataSegments(t *testing.T) {
+	for _, name := range []string{"noop", "redact", "hostile"} {
+		code := moduleBytes(t, name)
+		img, prepared := prepare(code)
+		if img == nil {
+			t.Skipf("%s: no memory image on this system", name)
+		}
+		want := initialMemory(t, code)
+		got := initialMemoryWith(t, prepared, img.withMemory)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: memory from the image differs (%d vs %d bytes)", name, len(got), len(want))
+		}
+	}
+}
+
+func FuzzSplitData(f *testing.F) {
+	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
+	// (memory 1) (data (i32.const 8) "hi") (data (i32.const 4000) "x")
+	f.Add([]byte("\x00asm\x01\x00\x00\x00\x05\x03\x01\x00\x01\x0b\x0d\x02\x00\x41\x08\x0b\x02hi\x00\x41\xa0\x1f\x0b\x01x"))
+	f.Fuzz(func(t *testing.T, code []byte) {
+		stripped, image, err := splitData(code, 4096)
+		if err != nil {
+			return
+		}
+		if len(image)%4096 != 0 || len(stripped) == 0 {
+			t.Fatalf("image of %d bytes, stripped %d", len(image), len(stripped))
+		}
+		if _, _, err := splitData(stripped, 4096); err == nil {
+			t.Fatal("a stripped module still has data to split")
+		}
+	})
+}
