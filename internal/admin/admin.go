@@ -188,6 +188,7 @@ var routes = []route{
 	{http.MethodDelete, "/tenants/{name}/context-rules", (*handler).deleteContextRules},
 	{http.MethodGet, "/context/flows", (*handler).contextFlows},
 	{http.MethodGet, "/volumes/{volume}/locality", (*handler).volumeLocality},
+	{http.MethodGet, "/volumes/{volume}/explain", (*handler).explainVolume},
 	{http.MethodPost, "/pools", (*handler).createPool},
 	{http.MethodGet, "/pools", (*handler).listPools},
 	{http.MethodDelete, "/pools/{pool}", (*handler).deletePool},

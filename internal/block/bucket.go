@@ -36,6 +36,9 @@ type bucket struct {
 	burst  float64
 	tokens float64
 	last   time.Time
+	// lost counts the tokens refills dropped at the burst: what the
+	// volume was allowed and did not use (explain shows it).
+	lost float64
 }
 
 func newBucket(rate float64, chunk float64, window time.Duration) *bucket {
@@ -61,7 +64,9 @@ func (b *bucket) set(rate, chunk float64) {
 
 func (b *bucket) refill(now time.Time) {
 	if dt := now.Sub(b.last).Seconds(); dt > 0 && b.rate > 0 {
-		b.tokens = min(b.burst, b.tokens+dt*b.rate)
+		t := b.tokens + dt*b.rate
+		b.lost += max(t-b.burst, 0)
+		b.tokens = min(b.burst, t)
 	}
 	b.last = now
 }
@@ -91,6 +96,14 @@ func (b *bucket) wait(ctx context.Context, n float64) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// unused is the tokens dropped at the burst so far.
+func (b *bucket) unused() float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(time.Now())
+	return b.lost
 }
 
 func (b *bucket) limit() float64 {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -132,7 +131,17 @@ func (m *Manager) Reload(ctx context.Context) error {
 		table = m.cfg.Policies.VolumeTable()
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	record := m.reloadLocked(ctx, ver, table, pools, vols)
+	m.mu.Unlock()
+	for _, r := range record {
+		m.recordApplied(ctx, r.name, r.steps)
+	}
+	return nil
+}
+
+// reloadLocked installs what Reload read and applies it to the open
+// volumes; it returns the stacks to record. m.mu is held.
+func (m *Manager) reloadLocked(ctx context.Context, ver uint64, table *policy.Table, pools []meta.Pool, vols []meta.Volume) []applied {
 	m.version, m.table = ver, table
 	m.pools = map[string]meta.Pool{}
 	for _, p := range pools {
@@ -158,8 +167,9 @@ func (m *Manager) Reload(ctx context.Context) error {
 		}
 		ov.rec.Throttle = rec.Throttle
 		ov.setThrottle(m.effectiveThrottle(rec))
+		m.restack(ctx, ov)
 	}
-	return nil
+	return m.unrecorded()
 }
 
 // Run keeps the manager in step with the store until ctx ends, and
@@ -210,32 +220,21 @@ func (m *Manager) Run(ctx context.Context) {
 // effectiveThrottle is the policy's throttle, each field overridden by
 // the API's when the API set it. m.mu is held.
 func (m *Manager) effectiveThrottle(v meta.Volume) meta.Throttle {
-	t := meta.Throttle{}
-	if m.table != nil {
-		if slo, ok := m.table.SLO(policy.SLOThrottle, v.Name); ok {
-			get := func(k string) int64 {
-				n, _ := strconv.ParseFloat(slo.Params[k], 64)
-				return int64(n)
-			}
-			t = meta.Throttle{ReadBW: get("read_bw"), WriteBW: get("write_bw"), ReadIOPS: get("read_iops"), WriteIOPS: get("write_iops")}
-		}
-	}
-	api := v.Throttle
-	for _, f := range []struct{ dst, src *int64 }{{&t.ReadBW, &api.ReadBW}, {&t.WriteBW, &api.WriteBW},
-		{&t.ReadIOPS, &api.ReadIOPS}, {&t.WriteIOPS, &api.WriteIOPS}} {
-		if *f.src > 0 {
-			*f.dst = *f.src
-		}
-	}
-	return t
+	ts := m.throttleSources(v)
+	return meta.Throttle{ReadBW: ts[0].Limit, WriteBW: ts[1].Limit, ReadIOPS: ts[2].Limit, WriteIOPS: ts[3].Limit}
 }
 
 // StackStep is one filter of a volume's stack and the policy it comes from.
 type StackStep struct {
-	Filter string        `json:"filter"`
-	Params filter.Params `json:"params,omitempty"`
-	Policy string        `json:"policy,omitempty"`
-	Target string        `json:"target,omitempty"`
+	Filter     string        `json:"filter"`
+	Params     filter.Params `json:"params,omitempty"`
+	Policy     string        `json:"policy,omitempty"`
+	PolicyName string        `json:"policy_name,omitempty"`
+	Line       int           `json:"line,omitempty"`
+	// Target is the policy's target as written ("VOLUME v1", "ALL VOLUMES").
+	Target string `json:"target,omitempty"`
+	// Dynamic steps come from a policy with a metric trigger that holds now.
+	Dynamic bool `json:"dynamic,omitempty"`
 }
 
 // stackSteps resolves a volume's filters from the table. m.mu is held.
@@ -245,7 +244,9 @@ func (m *Manager) stackSteps(name string) []StackStep {
 	}
 	var out []StackStep
 	for _, s := range m.table.ResolveVolume(name, filter.MethodPut).Storage {
-		out = append(out, StackStep{Filter: s.Filter, Params: s.Params, Policy: s.PolicyID, Target: s.Target})
+		cp, _ := m.table.Compiled().Policy(s.PolicyID)
+		out = append(out, StackStep{Filter: s.Filter, Params: s.Params, Policy: s.PolicyID, PolicyName: s.PolicyName,
+			Line: s.Line, Target: s.Target, Dynamic: cp != nil && cp.Dynamic})
 	}
 	return out
 }
@@ -325,6 +326,19 @@ func (m *Manager) Lookup(_ context.Context, name string, peer nbd.Peer) (nbd.Exp
 
 // Open implements nbd.Exports.
 func (m *Manager) Open(ctx context.Context, name string, peer nbd.Peer) (nbd.Device, nbd.ExportInfo, error) {
+	d, info, err := m.open1(ctx, name, peer)
+	if err == nil {
+		m.mu.Lock()
+		record := m.unrecorded()
+		m.mu.Unlock()
+		for _, r := range record {
+			m.recordApplied(ctx, r.name, r.steps)
+		}
+	}
+	return d, info, err
+}
+
+func (m *Manager) open1(ctx context.Context, name string, peer nbd.Peer) (nbd.Device, nbd.ExportInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec, ok := m.vols[name]
@@ -383,6 +397,7 @@ func (m *Manager) openVolume(ctx context.Context, rec meta.Volume) (*volume, err
 	}
 	v.back = back
 	v.stack.Store(st)
+	v.steps = steps
 	v.setThrottle(m.effectiveThrottle(rec))
 	m.log.Info("volume opened", "volume", rec.Name, "filters", st.Names, "members", len(back.files))
 	return v, nil
@@ -653,7 +668,10 @@ func VolumeMetrics() []string {
 
 // publish sends one node sample per volume metric for the second that
 // ended at now; volumes that did nothing are left out, as the gateway's
-// collector does.
+// collector does, but the samples go out every second even when empty:
+// the aggregator merges a period as soon as every live node reported it,
+// and this node (the collector's name) is live for the volume metrics
+// too.
 func (m *Manager) publish(now time.Time, rates map[string]Rates) {
 	if m.cfg.Publish == nil {
 		return
@@ -666,9 +684,6 @@ func (m *Manager) publish(now time.Time, rates map[string]Rates) {
 			if v := [4]float64{r.ReadBW, r.WriteBW, r.ReadIOPS, r.WriteIOPS}[i]; v != 0 {
 				s.Values["volume:"+name] = v
 			}
-		}
-		if len(s.Values) == 0 {
-			continue
 		}
 		b, err := json.Marshal(s)
 		if err == nil {

@@ -19,6 +19,8 @@ type volume struct {
 	flows  map[*gate]*flow
 	costFn costFn
 	stack  atomic.Pointer[bfilter.Stack]
+	steps  []StackStep // what stack was built from; guarded by the manager's lock
+	warned bool        // a stack change waits for the volume's next open; guarded likewise
 
 	readBW, writeBW, readOps, writeOps *bucket
 

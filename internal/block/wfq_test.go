@@ -112,5 +112,8 @@ func TestBucketStallKeepsTokens(t *testing.T) {
 		if got < tc.want-5 || got > tc.want+5 {
 			t.Errorf("window %v: %.0f tokens after a 500 ms stall at 1000/s, want %.0f", tc.window, got, tc.want)
 		}
+		if lost := b.unused(); tc.want < 490 && (lost < 385 || lost > 395) {
+			t.Errorf("window %v: %.0f tokens reported unused, want 390", tc.window, lost)
+		}
 	}
 }

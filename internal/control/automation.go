@@ -148,6 +148,7 @@ func (a *Automation) Sync(ctx context.Context) error {
 // world lists tenants and buckets for target expansion, once per Sync.
 type world struct {
 	store   Store
+	volumes []string // nil until listed
 	tenants []string
 	listed  bool
 	buckets map[string][]string
@@ -186,8 +187,8 @@ func (w *world) bucketsOf(ctx context.Context, tenant string) ([]string, error) 
 
 // expandTargets turns a policy's targets into Feed targets: groups into
 // their members, ALL into every tenant (ALL BUCKETS every bucket), a bare
-// bucket name into that bucket of every tenant that has one. Volumes have
-// no workload metrics in the feed.
+// bucket name into that bucket of every tenant that has one, a volume into
+// its feed target, ALL VOLUMES into every volume.
 func expandTargets(ctx context.Context, p *policy.Policy, groups map[string][]string, w *world) ([]string, error) {
 	set := map[string]bool{}
 	eachBucket := func(match func(tenant, bucket string) bool) error {
@@ -221,6 +222,8 @@ func expandTargets(ctx context.Context, p *policy.Policy, groups map[string][]st
 			}
 		case policy.TargetObject:
 			set[TargetObject(t.Tenant, t.Bucket, t.Key)] = true
+		case policy.TargetVolume:
+			set[TargetVolume(t.Name)] = true
 		case policy.TargetGroup:
 			for _, m := range groups[t.Name] {
 				tenant, bucket, serr := meta.SplitGroupMember(m)
@@ -235,6 +238,11 @@ func expandTargets(ctx context.Context, p *policy.Policy, groups map[string][]st
 		case policy.TargetAll:
 			switch t.Scope {
 			case policy.TargetVolume:
+				var vols []string
+				vols, err = w.allVolumes(ctx)
+				for _, v := range vols {
+					set[TargetVolume(v)] = true
+				}
 			case policy.TargetBucket:
 				err = eachBucket(func(string, string) bool { return true })
 			default:

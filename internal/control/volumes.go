@@ -17,9 +17,29 @@ type volumeLister interface {
 	ListVolumes(ctx context.Context) ([]meta.Volume, error)
 }
 
+// TargetVolume names a volume's Feed target; the block stage publishes
+// its metrics (volume_read_bw...) for it.
+func TargetVolume(volume string) string { return "volume:" + volume }
+
 // volumeNames lists the volumes policies may target.
 func (s *Service) volumeNames(ctx context.Context) ([]string, error) {
-	vl, ok := s.store.(volumeLister)
+	return listVolumeNames(ctx, s.store)
+}
+
+// allVolumes lists the volumes ALL VOLUMES expands to, once per Sync.
+func (w *world) allVolumes(ctx context.Context) ([]string, error) {
+	if w.volumes == nil {
+		vols, err := listVolumeNames(ctx, w.store)
+		if err != nil {
+			return nil, err
+		}
+		w.volumes = append([]string{}, vols...)
+	}
+	return w.volumes, nil
+}
+
+func listVolumeNames(ctx context.Context, store any) ([]string, error) {
+	vl, ok := store.(volumeLister)
 	if !ok {
 		return nil, nil
 	}

@@ -198,7 +198,7 @@ func (o *options) volumeCommand() *cobra.Command {
 		}),
 	}
 
-	cmd.AddCommand(create, throttle, cert, psk, revokePSK, &cobra.Command{
+	cmd.AddCommand(create, throttle, cert, psk, revokePSK, o.volumeExplainCommand(), &cobra.Command{
 		Use:   "resize NAME SIZE",
 		Short: "Resize a volume on its pools",
 		Args:  cobra.ExactArgs(2),

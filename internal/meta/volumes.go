@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -67,6 +68,20 @@ type Volume struct {
 	StripeUnit int64     `json:"stripe_unit"`
 	Throttle   Throttle  `json:"throttle"`
 	Created    time.Time `json:"created"`
+	// Stack is the block filter stack the block stage last applied to
+	// the volume's I/O, in write order (reads undo it in reverse), and
+	// StackSince when it did: what the stored bytes went through. Empty
+	// until the volume is first opened with filters.
+	Stack      []AppliedFilter `json:"applied_stack,omitempty"`
+	StackSince time.Time       `json:"applied_since,omitzero"`
+}
+
+// AppliedFilter is one filter of a volume's applied stack and the policy
+// it came from.
+type AppliedFilter struct {
+	Filter string            `json:"filter"`
+	Params map[string]string `json:"params,omitempty"`
+	Policy string            `json:"policy,omitempty"`
 }
 
 type poolRecord struct {
@@ -85,6 +100,10 @@ func (r *volumeRecord) version() int { return r.V }
 
 func cloneVolume(v Volume) Volume {
 	v.Extents = slices.Clone(v.Extents)
+	v.Stack = slices.Clone(v.Stack)
+	for i := range v.Stack {
+		v.Stack[i].Params = maps.Clone(v.Stack[i].Params)
+	}
 	return v
 }
 

@@ -24,6 +24,10 @@ func Builtin() []Module {
 		ActiveRequests(),
 		CacheHitRatio(),
 		Compressibility(DefaultSampleChunk, DefaultSampleEvery),
+		VolumeReadBW(),
+		VolumeWriteBW(),
+		VolumeReadIOPS(),
+		VolumeWriteIOPS(),
 	}
 }
 

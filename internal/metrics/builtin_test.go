@@ -39,10 +39,17 @@ func TestBuiltinMatchesPolicyVocabulary(t *testing.T) {
 	}
 }
 
-// Every built-in module has at least one hook, and its cells flush to
-// nothing when nothing happened.
+// Every built-in module has at least one hook, or is measured elsewhere
+// (the volume metrics), and its cells flush to nothing when nothing
+// happened.
 func TestBuiltinModulesAreWired(t *testing.T) {
 	for _, m := range Builtin() {
+		if _, ok := m.(Elsewhere); ok {
+			if !IsVolumeMetric(m.Info().Name) {
+				t.Errorf("%s is measured elsewhere but is not a volume metric", m.Info().Name)
+			}
+			continue
+		}
 		_, s := m.(Starter)
 		_, f := m.(Finisher)
 		_, p := m.(PayloadWatcher)
@@ -97,13 +104,14 @@ func TestParseTarget(t *testing.T) {
 		"tenant:t1":           TenantTarget("t1"),
 		"bucket:t1/b1":        BucketTarget("t1", "b1"),
 		"object:t1/b1/a/b//c": ObjectTarget("t1", "b1", "a/b//c"),
+		"volume:v1":           VolumeTarget("v1"),
 	} {
 		got, err := ParseTarget(in)
 		if err != nil || got != want || got.String() != in {
 			t.Errorf("ParseTarget(%q) = %+v, %v", in, got, err)
 		}
 	}
-	for _, bad := range []string{"", "t1", "tenant:", "tenant:t1/b1", "bucket:t1", "bucket:t1/", "bucket:t1/b1/k", "object:t1/b1", "object:t1/b1/", "volume:v1"} {
+	for _, bad := range []string{"", "t1", "tenant:", "tenant:t1/b1", "bucket:t1", "bucket:t1/", "bucket:t1/b1/k", "object:t1/b1", "object:t1/b1/", "volume:", "volume:a/b", "disk:d1"} {
 		if _, err := ParseTarget(bad); err == nil {
 			t.Errorf("ParseTarget(%q) accepted", bad)
 		}

@@ -129,7 +129,12 @@ func NewCollector(cfg CollectorConfig) *Collector {
 	}
 	c := &Collector{
 		node: cfg.Node, bus: cfg.Bus, period: cfg.Period, evictAfter: cfg.EvictAfter, log: cfg.Logger,
-		modules: reg.Modules(), seed: maphash.MakeSeed(), watches: map[tkey]time.Time{},
+		seed: maphash.MakeSeed(), watches: map[tkey]time.Time{},
+	}
+	for _, m := range reg.Modules() {
+		if _, ok := m.(Elsewhere); !ok {
+			c.modules = append(c.modules, m)
+		}
 	}
 	if c.period <= 0 {
 		c.period = time.Second

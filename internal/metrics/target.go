@@ -16,12 +16,13 @@ const (
 	KindObject TargetKind = "object"
 )
 
-// Target is what a metric value is about: a tenant, one of its buckets, or
-// one object. Its string form is "tenant:t1", "bucket:t1/b1" or
-// "object:t1/b1/some/key".
+// Target is what a metric value is about: a tenant, one of its buckets,
+// one object, or a block volume. Its string form is "tenant:t1",
+// "bucket:t1/b1", "object:t1/b1/some/key" or "volume:v1".
 type Target struct {
 	Kind                TargetKind
 	Tenant, Bucket, Key string
+	Volume              string
 }
 
 // TenantTarget, BucketTarget and ObjectTarget build targets.
@@ -42,6 +43,8 @@ func (t Target) path() string {
 		return t.Tenant + "/" + t.Bucket
 	case KindObject:
 		return t.Tenant + "/" + t.Bucket + "/" + t.Key
+	case KindVolume:
+		return t.Volume
 	}
 	return t.Tenant
 }
@@ -55,7 +58,7 @@ func (t Target) subjectTokens() string { return string(t.Kind) + "." + bus.Escap
 func ParseTarget(s string) (Target, error) {
 	kind, rest, ok := strings.Cut(s, ":")
 	if !ok || rest == "" {
-		return Target{}, fmt.Errorf("target %q: want tenant:T, bucket:T/B or object:T/B/KEY", s)
+		return Target{}, fmt.Errorf("target %q: want tenant:T, bucket:T/B, object:T/B/KEY or volume:V", s)
 	}
 	var t Target
 	switch TargetKind(kind) {
@@ -77,8 +80,13 @@ func ParseTarget(s string) (Target, error) {
 			return Target{}, fmt.Errorf("target %q: want object:TENANT/BUCKET/KEY", s)
 		}
 		t = ObjectTarget(tn, b, k)
+	case KindVolume:
+		if strings.Contains(rest, "/") {
+			return Target{}, fmt.Errorf("target %q: a volume name has no '/'", s)
+		}
+		t = VolumeTarget(rest)
 	default:
-		return Target{}, fmt.Errorf("target %q: unknown kind %q (tenant, bucket or object)", s, kind)
+		return Target{}, fmt.Errorf("target %q: unknown kind %q (tenant, bucket, object or volume)", s, kind)
 	}
 	return t, nil
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/facet-sds/facet/internal/block/bfilter"
 	"github.com/facet-sds/facet/internal/filter"
@@ -40,6 +41,11 @@ func (c *checker) blockAction(a *Action) {
 		c.deleteAction(a, in.Name)
 		return
 	}
+	if c.p.Dynamic && !in.Transparent {
+		// A trigger that comes and goes would store some of a volume's
+		// bytes through the filter and read them back without it.
+		c.errorf(a.FilterPos, "", "block filter %s changes the stored bytes: a policy with a metric trigger may only set throttle or filters that leave the bytes as they are (%s)", in.Name, transparentNames(reg))
+	}
 	// A volume's stack runs next to its backing store: the table keeps
 	// it in the storage list of ResolveVolume.
 	a.Stage = filter.StageStorage
@@ -51,6 +57,17 @@ func (c *checker) blockAction(a *Action) {
 	}
 }
 
+// metricTarget refuses a metric the policy's targets are never measured
+// by: volume metrics come only for volumes, and volumes have no others.
+func (c *checker) metricTarget(m *MetricCmp, name string) {
+	switch vm := IsVolumeMetric(name); {
+	case c.volumes && !vm:
+		c.errorf(m.Pos, "", "metric %s is not measured for volumes: volume policies take volume_read_bw, volume_write_bw, volume_read_iops and volume_write_iops", name)
+	case !c.volumes && vm:
+		c.errorf(m.Pos, "", "metric %s is measured for volumes only: its targets are VOLUME or ALL VOLUMES", name)
+	}
+}
+
 // blockOnlyHint explains an unknown object filter that is a block filter.
 func (c *checker) blockOnlyHint(name string) string {
 	reg := c.blockFilters()
@@ -58,4 +75,14 @@ func (c *checker) blockOnlyHint(name string) string {
 		return fmt.Sprintf(" (%s is a block filter: its targets are VOLUME or ALL VOLUMES)", n)
 	}
 	return ""
+}
+
+func transparentNames(reg *bfilter.Registry) string {
+	var out []string
+	for _, n := range reg.Names() {
+		if in, _ := reg.Lookup(n); in.Transparent {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ", ")
 }

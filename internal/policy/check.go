@@ -69,8 +69,9 @@ func ParseAndCheck(name, text string, v Vocabulary) ([]*Policy, error) {
 type checkError struct{ err *Error }
 
 type checker struct {
-	p *Policy
-	v Vocabulary
+	p       *Policy
+	v       Vocabulary
+	volumes bool // the policy targets volumes
 }
 
 func (c *checker) errorf(pos Pos, suggestion, format string, args ...any) {
@@ -94,6 +95,7 @@ func checkPolicy(p *Policy, v Vocabulary) (err error) {
 		c.errorf(p.Pos, "", "a policy needs targets and actions")
 	}
 	volumes := c.targets()
+	c.volumes = volumes
 
 	var objCond Cond
 	if p.When != nil {
@@ -322,6 +324,7 @@ func (c *checker) metric(m *MetricCmp) {
 	if info.Name == "" {
 		info.Name = name
 	}
+	c.metricTarget(m, info.Name)
 	m.Info = info
 	val, msg := parseKind(m.Value.Raw, info.Unit, "metric "+info.Name)
 	if msg != "" {

@@ -61,10 +61,20 @@ func DefaultMetrics() []MetricInfo {
 		{"compressibility", KindRatio, "original over compressed size of write payloads (2 = halves), sampled with S2"},
 		{"active_requests", KindCount, "requests in flight"},
 		{"cache_hit_ratio", KindRatio, "GETs served from the gateway's object cache over GETs under a caching policy"},
+		{"volume_read_bw", KindByteRate, "bytes read from the volume per second"},
+		{"volume_write_bw", KindByteRate, "bytes written to the volume per second"},
+		{"volume_read_iops", KindOpsRate, "read requests to the volume per second"},
+		{"volume_write_iops", KindOpsRate, "write requests (WRITE, WRITE_ZEROES) to the volume per second"},
 		{"stored_bytes", KindBytes, "bytes stored"},
 		{"objects", KindCount, "objects stored"},
 	}
 }
+
+// IsVolumeMetric reports whether a metric is about block volumes (its
+// name starts with volume_): the block stage measures it per volume, so
+// only volume policies can use it, and volume policies can use only such
+// metrics.
+func IsVolumeMetric(name string) bool { return strings.HasPrefix(name, "volume_") }
 
 // DefaultObjectTypes returns the object types Facet registers out of the
 // box: extensions and media types per type name. It returns a new map on

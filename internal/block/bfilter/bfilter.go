@@ -42,6 +42,10 @@ type Info struct {
 	// any byte range will do). Unaligned writes are read, patched and
 	// written whole by the volume.
 	Align int
+	// Transparent filters leave the stored bytes as they are (nop): they
+	// may come and go on a volume that holds data, so a policy with a
+	// metric trigger may set them and an open volume takes them at once.
+	Transparent bool
 	// Check validates parameters the DSL's types cannot (a hex key);
 	// nil accepts what the types accept.
 	Check func(p filter.Params) error

@@ -8,7 +8,7 @@ import (
 )
 
 func nopInfo() *Info {
-	return &Info{Name: "nop", Version: 1, Align: 1,
+	return &Info{Name: "nop", Version: 1, Align: 1, Transparent: true,
 		Doc: "passes data unchanged and logs each I/O (offset and length) at debug level",
 		New: func(_ filter.Params, env Env) (Filter, error) {
 			l := env.Logger
