@@ -89,7 +89,8 @@ bench: build
 	./$(BIN) bench streams
 	# QoS (seeds/000 Table 9.4a, Crystal Fig. 7): SLO splits across two gateways, accuracy, convergence, utilisation, Jain; shaping cost vs --qos-off.
 	./$(BIN) bench qos
-	$(GO) test -run='^$$' -bench=WaitN -benchtime=1s -cpu=1 ./internal/qos/
+	$(GO) test -run='^$$' -bench='WaitN|Meter|Stream' -benchtime=1s -cpu=1 ./internal/qos/
+	$(GO) test -run='^$$' -bench=FrontEnd -benchtime=1s ./internal/flowctx/
 	# S3 Select push-down (seeds/000 §9.4.3): 2%-of-rows query vs GET + DuckDB, scan MB/s, Fig. 25 drop curve, CSV and Parquet.
 	$(MAKE) $(VENV)/.installed
 	$(VENV)/bin/python bench/select_pushdown.py --bin $(BIN) --size $${SELECT_BENCH_SIZE:-1GiB}
