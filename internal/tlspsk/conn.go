@@ -101,7 +101,7 @@ func (c *Conn) readRecord() (hdr, body []byte, err error) {
 
 // readProtected reads the next record after keys are in place and
 // returns its content type and content. A change_cipher_spec record is
-// returned as it is (the handshake tolerates one).
+// returned as it is (it is the caller's to refuse).
 func (c *Conn) readProtected() (byte, []byte, error) {
 	hdr, body, err := c.readRecord()
 	if err != nil {
@@ -112,11 +112,9 @@ func (c *Conn) readProtected() (byte, []byte, error) {
 		return c.in.hc.open(hdr, body)
 	case typeChangeCipherSpec:
 		return typeChangeCipherSpec, body, nil
-	case typeAlert:
-		// A plaintext alert from a client that failed before it had
-		// keys (it could not process our ServerHello).
-		return typeAlert, body, nil
 	}
+	// Alerts in the clear included: once keys are in place anyone could
+	// forge one.
 	return 0, nil, alertf(alertUnexpectedMessage, "unprotected record of type %d", hdr[0])
 }
 

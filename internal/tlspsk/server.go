@@ -51,7 +51,15 @@ const maxSkippedEarlyData = 1 << 20
 // handshake in progress.
 func (s *Server) Handshake(ctx context.Context, nc net.Conn) (net.Conn, string, error) {
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	conn, id, err := s.handshake(ctx, nc)
+	if !stop() && err == nil {
+		// ctx ended just as the handshake did: nc's deadline is gone.
+		return nil, "", fmt.Errorf("tls-psk handshake: %w", ctx.Err())
+	}
+	return conn, id, err
+}
+
+func (s *Server) handshake(ctx context.Context, nc net.Conn) (net.Conn, string, error) {
 	c := newConn(nc)
 	hello, raw, err := c.readClientHello(false)
 	if err != nil {
