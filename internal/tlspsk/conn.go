@@ -100,16 +100,21 @@ func (c *Conn) readRecord() (hdr, body []byte, err error) {
 }
 
 // readProtected reads the next record after keys are in place and
-// returns its content type and content. A change_cipher_spec record is
-// returned as it is (it is the caller's to refuse).
-func (c *Conn) readProtected() (byte, []byte, error) {
+// returns its content type and content, decrypted in place or, when dst
+// has room for the whole record, into dst (sparing a copy of application
+// data). A change_cipher_spec record is returned as it is (it is the
+// caller's to refuse).
+func (c *Conn) readProtected(dst []byte) (byte, []byte, error) {
 	hdr, body, err := c.readRecord()
 	if err != nil {
 		return 0, nil, err
 	}
 	switch hdr[0] {
 	case typeApplicationData:
-		return c.in.hc.open(hdr, body)
+		if len(dst) < len(body) {
+			dst = body
+		}
+		return c.in.hc.open(dst[:0], hdr, body)
 	case typeChangeCipherSpec:
 		return typeChangeCipherSpec, body, nil
 	}
@@ -148,7 +153,9 @@ func (c *Conn) nextHandshake(limit int) ([]byte, error) {
 	return msg, nil
 }
 
-// Read reads application data.
+// Read reads application data. A p that can hold a whole record gets it
+// decrypted straight into it; what a smaller p cannot take waits in
+// c.in.pending.
 func (c *Conn) Read(p []byte) (int, error) {
 	c.in.Lock()
 	defer c.in.Unlock()
@@ -159,8 +166,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		if err := c.readApp(); err != nil {
+		n, err := c.readApp(p)
+		if err != nil {
 			c.in.err = c.fail(err)
+		}
+		if n > 0 {
+			return n, nil
 		}
 	}
 	n := copy(p, c.in.pending)
@@ -168,31 +179,35 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// readApp reads one record after the handshake.
-func (c *Conn) readApp() error {
-	typ, content, err := c.readProtected()
+// readApp reads one record after the handshake. Application data lands
+// in p (n > 0) when it fits whole, else in c.in.pending.
+func (c *Conn) readApp(p []byte) (int, error) {
+	typ, content, err := c.readProtected(p)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	switch typ {
 	case typeApplicationData:
+		if len(content) > 0 && &content[0] == &p[0] {
+			return len(content), nil
+		}
 		c.in.pending = content
-		return nil
+		return 0, nil
 	case typeAlert:
-		return alertFromPeer(content)
+		return 0, alertFromPeer(content)
 	case typeHandshake:
 		c.in.hs = append(c.in.hs, content...)
 		for {
 			msg, err := c.nextHandshake(1 << 10)
 			if err != nil || msg == nil {
-				return err
+				return 0, err
 			}
 			if err := c.postHandshake(msg); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
-	return alertf(alertUnexpectedMessage, "record of type %d after the handshake", typ)
+	return 0, alertf(alertUnexpectedMessage, "record of type %d after the handshake", typ)
 }
 
 // postHandshake handles a handshake message after the handshake: only

@@ -158,13 +158,14 @@ func (h *halfConn) sealRecord(out []byte, start int, typ byte) []byte {
 	return out[:start+recordHeaderLen+len(sealed)]
 }
 
-// open decrypts a protected record in place and returns its real content
+// open decrypts a protected record into dst (body[:0]: in place; or a
+// buffer apart from body with room for it) and returns its real content
 // type and content. hdr is the record header, the additional data.
-func (h *halfConn) open(hdr, body []byte) (byte, []byte, error) {
+func (h *halfConn) open(dst, hdr, body []byte) (byte, []byte, error) {
 	if len(body) < h.aead.Overhead()+1 || len(body) > maxCiphertext {
 		return 0, nil, alertf(alertRecordOverflow, "protected record of %d bytes", len(body))
 	}
-	pt, err := h.aead.Open(body[:0], h.nonce(), body, hdr)
+	pt, err := h.aead.Open(dst, h.nonce(), body, hdr)
 	if err != nil {
 		return 0, nil, alertf(alertBadRecordMAC, "record authentication failed")
 	}

@@ -343,7 +343,7 @@ func (c *Conn) readClientFinished(earlyData bool) ([]byte, error) {
 			return nil, alertf(alertUnexpectedMessage, "unprotected record of type %d after the ServerHello", hdr[0])
 		}
 		seq := c.in.hc.seq
-		typ, content, err := c.in.hc.open(hdr, body)
+		typ, content, err := c.in.hc.open(body[:0], hdr, body)
 		if err != nil && earlyData && seq == 0 && skipped+len(body) <= maxSkippedEarlyData {
 			skipped += len(body)
 			continue
