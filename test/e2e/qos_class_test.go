@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,34 +57,10 @@ func TestContextClassLimitsAcrossGateways(t *testing.T) {
 	}
 	t.Cleanup(func() { stop(); wg.Wait() })
 
-	// Each class's median MB/s per second over a window.
-	measure := func(window int) []float64 {
-		prev := make([]int64, len(classes))
-		for i := range counters {
-			prev[i] = counters[i].Load()
-		}
-		per := make([][]float64, len(classes))
-		for range window {
-			t0 := time.Now()
-			time.Sleep(time.Second)
-			el := time.Since(t0).Seconds()
-			for i := range counters {
-				n := counters[i].Load()
-				per[i] = append(per[i], float64(n-prev[i])/el/1e6)
-				prev[i] = n
-			}
-		}
-		med := make([]float64, len(classes))
-		for i, xs := range per {
-			slices.Sort(xs)
-			med[i] = xs[len(xs)/2]
-		}
-		return med
-	}
 	time.Sleep(3 * time.Second)
 	var bad []string
 	for attempt := range 3 {
-		got := measure(4)
+		got := medianRates(counters, 4)
 		t.Logf("window %d: MB/s compaction/flush = %.1f, limits %v fleet-wide", attempt+1, got, limits)
 		bad = bad[:0]
 		for i, class := range classes {

@@ -74,30 +74,7 @@ func TestQoSBandwidthShares(t *testing.T) {
 	}
 	t.Cleanup(func() { stop(); wg.Wait() })
 
-	// measure returns each tenant's median per-second MB/s over a window.
-	measure := func(window int) []float64 {
-		prev := make([]int64, len(tenants))
-		for i := range counters {
-			prev[i] = counters[i].Load()
-		}
-		perSecond := make([][]float64, len(tenants))
-		for range window {
-			t0 := time.Now()
-			time.Sleep(time.Second)
-			el := time.Since(t0).Seconds()
-			for i := range counters {
-				n := counters[i].Load()
-				perSecond[i] = append(perSecond[i], float64(n-prev[i])/el/1e6)
-				prev[i] = n
-			}
-		}
-		med := make([]float64, len(tenants))
-		for i, xs := range perSecond {
-			slices.Sort(xs)
-			med[i] = xs[len(xs)/2]
-		}
-		return med
-	}
+	measure := func(window int) []float64 { return medianRates(counters, window) }
 	// within waits for the shares to settle, then checks the medians of a
 	// window; a machine busy with other work gets two more windows.
 	within := func(phase string, want []float64) {
@@ -209,4 +186,31 @@ func getLoop(ctx context.Context, cl *s3.Client, bucket string, n *atomic.Int64,
 		}
 		out.Body.Close()
 	}
+}
+
+// medianRates samples byte counters once a second for window seconds and
+// returns each one's median MB/s: robust to the seconds a loaded machine
+// starves every process alike.
+func medianRates(counters []atomic.Int64, window int) []float64 {
+	prev := make([]int64, len(counters))
+	for i := range counters {
+		prev[i] = counters[i].Load()
+	}
+	perSecond := make([][]float64, len(counters))
+	for range window {
+		t0 := time.Now()
+		time.Sleep(time.Second)
+		el := time.Since(t0).Seconds()
+		for i := range counters {
+			n := counters[i].Load()
+			perSecond[i] = append(perSecond[i], float64(n-prev[i])/el/1e6)
+			prev[i] = n
+		}
+	}
+	med := make([]float64, len(counters))
+	for i, xs := range perSecond {
+		slices.Sort(xs)
+		med[i] = xs[len(xs)/2]
+	}
+	return med
 }
