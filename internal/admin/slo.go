@@ -27,6 +27,9 @@ type SLOSpec map[string]any
 // SLO is a tenant's SLO as the API shows it. Rates are bytes per second.
 type SLO struct {
 	Tenant string `json:"tenant"`
+	// Class is the request class a policy naming a CONTEXT gives this
+	// SLO ("" for the tenant's own).
+	Class string `json:"class,omitempty"`
 	// Source is "api" (PUT /slos) or "policy" (SET bandwidth); an API
 	// record takes precedence over policies for its tenant.
 	Source      string     `json:"source"`

@@ -30,3 +30,16 @@ func (s *Service) BandwidthSLOs() []policy.SLO {
 	}
 	return out
 }
+
+// ContextBandwidthSLOs returns the SET/DELETE bandwidth records that name
+// a request class (CONTEXT), in declaration order: the classes' SLOs, which
+// the bandwidth controller allocates like tenants' (ContextBandwidth).
+func (s *Service) ContextBandwidthSLOs() []policy.SLO {
+	var out []policy.SLO
+	for _, slo := range s.state.Load().table.SLOs() {
+		if slo.Kind == policy.SLOBandwidth && slo.Context != "" {
+			out = append(out, slo)
+		}
+	}
+	return out
+}

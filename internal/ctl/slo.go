@@ -101,7 +101,11 @@ func sloRow(s admin.SLO) []string {
 	if s.Ops > 0 {
 		ops = strconv.FormatFloat(s.Ops, 'f', -1, 64) + "/s"
 	}
-	return []string{s.Tenant, src, mbps(s.Get), mbps(s.Put), mbps(s.Reservation), mbps(s.Limit), w, ops, mbps(s.Background)}
+	who := s.Tenant
+	if s.Class != "" {
+		who += " CONTEXT " + s.Class
+	}
+	return []string{who, src, mbps(s.Get), mbps(s.Put), mbps(s.Reservation), mbps(s.Limit), w, ops, mbps(s.Background)}
 }
 
 // mbps shows bytes/s in MB/s; "-" for none.

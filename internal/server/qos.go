@@ -80,8 +80,9 @@ type policySLOs interface {
 	BandwidthSLO(tenant string) (filter.Params, bool)
 	BandwidthSLOs() []policy.SLO
 	// ContextBandwidth is the SET bandwidth of a policy naming a CONTEXT
-	// (a class's SLO).
+	// (a class's SLO); ContextBandwidthSLOs all such records.
 	ContextBandwidth(tenant, class string) (filter.Params, bool)
+	ContextBandwidthSLOs() []policy.SLO
 }
 
 // sloCache is the effective SLO of every tenant, read from memory on the
@@ -301,7 +302,27 @@ func (a qosAPI) ListSLOs(ctx context.Context) ([]admin.SLO, error) {
 			}
 		}
 	}
-	slices.SortFunc(out, func(x, y admin.SLO) int { return strings.Compare(x.Tenant, y.Tenant) })
+	if a.q.slos.policies != nil {
+		// The classes' SLOs, each as in force (the latest, most specific).
+		done := map[[2]string]bool{}
+		for _, p := range a.q.slos.policies.ContextBandwidthSLOs() {
+			name := cmp.Or(p.Target, "*")
+			k := [2]string{name, p.Context}
+			if done[k] {
+				continue
+			}
+			done[k] = true
+			params, ok := a.q.slos.policies.ContextBandwidth(p.Target, p.Context)
+			if slo, err := qos.SLOFromParams(params); ok && err == nil {
+				o := sloOut(name, "policy", p.PolicyID, slo, time.Time{})
+				o.Class = p.Context
+				out = append(out, o)
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y admin.SLO) int {
+		return cmp.Or(strings.Compare(x.Tenant, y.Tenant), strings.Compare(x.Class, y.Class))
+	})
 	return out, nil
 }
 

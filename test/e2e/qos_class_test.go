@@ -110,4 +110,10 @@ func TestContextClassLimitsAcrossGateways(t *testing.T) {
 			t.Errorf("%s: assigned %.2f MB/s over the gateways, want %.0f\n%s", class, s, lim, bw)
 		}
 	}
+	// The classes' SLOs are listed with the tenants'.
+	out, err := c.gw[1].ctl(t, "slo", "list", "-o", "json")
+	if err != nil || !strings.Contains(string(out), `"tenant":"cq","class":"compaction","source":"policy"`) ||
+		!strings.Contains(string(out), `"class":"flush"`) {
+		t.Errorf("slo list: %v %s", err, out)
+	}
 }
