@@ -13,3 +13,10 @@ import (
 func (s *Service) MayFilter(req *filter.Request) bool {
 	return s.state.Load().table.MayResolve(policy.Query{Tenant: req.Tenant, Bucket: req.Bucket, Key: req.Key, Method: req.Method})
 }
+
+// MayFilterOther is MayFilter leaving out the filters named in except:
+// with except "caching" false, a GET's only possible filter is the cache,
+// which the S3 front end can decide once it has read the object.
+func (s *Service) MayFilterOther(req *filter.Request, except ...string) bool {
+	return s.state.Load().table.MayResolveOther(policy.Query{Tenant: req.Tenant, Bucket: req.Bucket, Key: req.Key, Method: req.Method}, except...)
+}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -601,10 +602,14 @@ func (t *Table) Resolve(q Query) Resolution {
 // remove). False means no filter of q.Method applies to any object at
 // that key, so a caller may act before it knows the object (the S3 front
 // end opens a GET before it has the object's metadata).
-func (t *Table) MayResolve(q Query) bool {
+func (t *Table) MayResolve(q Query) bool { return t.MayResolveOther(q) }
+
+// MayResolveOther is MayResolve leaving out the filters named in except:
+// whether any other filter of q.Method could apply to q's target.
+func (t *Table) MayResolveOther(q Query, except ...string) bool {
 	for _, l := range t.lists(&q) {
 		for _, e := range l {
-			if !e.del && !e.vol && e.methodOK(q.Method) {
+			if !e.del && !e.vol && e.methodOK(q.Method) && !slices.Contains(except, e.step.Filter) {
 				return true
 			}
 		}

@@ -22,7 +22,8 @@ import (
 // partNumber, revalidations (If-None-Match, If-Modified-Since) and
 // objects some GET filter could apply to (caching, select, GET
 // transforms, which decide from the object's metadata) keep the
-// metadata-first path of getObject.
+// metadata-first path of getObject, but for caching alone over an object
+// the cache holds nothing of (get_cachemiss.go).
 
 // filterBound is what RequestFilters may also answer: whether any filter
 // could be in force for a request, before the object's metadata is known
@@ -44,7 +45,11 @@ func (s *Server) oneReadGet(req *request, partNumber int) bool {
 		return true
 	}
 	fb, ok := s.reqFilters.(filterBound)
-	return ok && !fb.MayFilter(req.filterRequest(filter.MethodGet, -1, storage.ObjectMeta{}))
+	if !ok {
+		return false
+	}
+	freq := req.filterRequest(filter.MethodGet, -1, storage.ObjectMeta{})
+	return !fb.MayFilter(freq) || s.cacheCannotHit(req, freq)
 }
 
 // getOneRead answers a GET from one backend GetObject.
@@ -73,6 +78,10 @@ func (s *Server) getOneRead(w http.ResponseWriter, req *request) error {
 		}
 		defer logical.Close()
 		body = logical
+	}
+	if fr := s.admitOnRead(w, req, info, body); fr != nil {
+		defer fr.Close()
+		body = fr
 	}
 	return s.sendObject(w, req, info, body, http.StatusOK, info.Meta.Size)
 }

@@ -28,6 +28,8 @@ type RequestFilters interface {
 type ObjectCache interface {
 	Open(bucket, key string, v cache.Version, off, n int64) (io.ReadCloser, bool)
 	Admit(pol cache.Policy, bucket, key string, size int64) *cache.Fill
+	// Holds reports whether any version of the object is cached.
+	Holds(bucket, key string) bool
 }
 
 // Changes hears of every change to an object: the node's cache drops its

@@ -446,6 +446,14 @@ func (h *hitReader) WriteTo(w io.Writer) (int64, error) {
 
 func (h *hitReader) Close() error { return h.f.Close() }
 
+// Holds reports whether any version of bucket/key is cached, without
+// counting a hit or a miss: when none is, a GET cannot hit.
+func (s *Store) Holds(bucket, key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entries[objKey(bucket, key)] != nil
+}
+
 // Contains reports whether bucket/key is cached as version v, without
 // counting a hit or a miss.
 func (s *Store) Contains(bucket, key string, v Version) bool {
