@@ -77,7 +77,15 @@ func RunWasm(ctx context.Context, dir string, opts WasmOptions) error {
 		if err := gw.createFilter(ctx, desc("rnoop"), rust); err != nil {
 			return err
 		}
-		configs = append(configs, wasmConfig{"rust1", "WASM noop (Rust)", "FOR BUCKET bench/rust1 DO SET rnoop"})
+		for i := 2; i <= 4; i++ {
+			if err := gw.createFilter(ctx, desc(fmt.Sprintf("rnoop%d", i)), rust); err != nil {
+				return err
+			}
+		}
+		configs = append(configs,
+			wasmConfig{"rust1", "WASM noop (Rust)", "FOR BUCKET bench/rust1 DO SET rnoop"},
+			wasmConfig{"rust2", "2 WASM noops (Rust)", "FOR BUCKET bench/rust2 DO SET rnoop, SET rnoop2"},
+			wasmConfig{"rust4", "4 WASM noops (Rust)", "FOR BUCKET bench/rust4 DO SET rnoop, SET rnoop2, SET rnoop3, SET rnoop4"})
 	} else {
 		fmt.Fprintln(opts.Log, "no rust-noop.wasm: the Rust rows are left out (rustc with the wasm32-wasip1 target builds it)")
 	}
@@ -129,8 +137,12 @@ func RunWasm(ctx context.Context, dir string, opts WasmOptions) error {
 		fmt.Fprintf(w, "| %s | %.2f | %s | %.2f | %s |\n", c.label, msOf(p50(put[k])), added(k, p50(put[k]), base[0]),
 			msOf(p50(get[k])), added(k, p50(get[k]), base[1]))
 	}
-	perExtra := func(d [][]time.Duration) float64 { return msOf(p50(d[4])-p50(d[2])) / 3 }
-	fmt.Fprintf(w, "\nEach extra pipelined WASM noop (4 vs 1, /3): PUT %.3f ms, GET %.3f ms (Storlets: 3-9 ms).\n\n", perExtra(put), perExtra(get))
+	perExtra := func(d [][]time.Duration, one, four int) float64 { return msOf(p50(d[four])-p50(d[one])) / 3 }
+	fmt.Fprintf(w, "\nEach extra pipelined WASM noop (4 vs 1, /3): Go PUT %.3f ms, GET %.3f ms", perExtra(put, 2, 4), perExtra(get, 2, 4))
+	if rust != nil {
+		fmt.Fprintf(w, "; Rust PUT %.3f ms, GET %.3f ms", perExtra(put, 5, 7), perExtra(get, 5, 7))
+	}
+	fmt.Fprint(w, " (Storlets: 3-9 ms).\n\n")
 	return wasmInProcess(ctx, w, noop, xorCode, rust)
 }
 
@@ -186,13 +198,9 @@ func wasmInProcess(ctx context.Context, w io.Writer, noop, xorCode, rust []byte)
 		}
 		return time.Since(t0), nil
 	}
-	type mod struct {
-		label string
-		code  []byte
-	}
-	mods := []mod{{"Go (GOOS=wasip1)", noop}}
+	mods := []wasmModule{{"Go (GOOS=wasip1)", noop}}
 	if rust != nil {
-		mods = append(mods, mod{"Rust (wasm32-wasip1)", rust})
+		mods = append(mods, wasmModule{"Rust (wasm32-wasip1)", rust})
 	}
 	fmt.Fprintln(w, "| instance start (empty stream, in process) | p50 ms | p99 ms | CPU ms per start |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|")
@@ -215,6 +223,10 @@ func wasmInProcess(ctx context.Context, w io.Writer, noop, xorCode, rust []byte)
 			}
 		}
 		fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f |\n", m.label, msOf(durPct(lat, 0.5)), msOf(durPct(lat, 0.99)), msOf(cpu/200))
+	}
+
+	if err := pipelineInProcess(w, build, run, mods); err != nil {
+		return err
 	}
 
 	const n = 16 << 20
@@ -278,6 +290,69 @@ func wasmInProcess(ctx context.Context, w io.Writer, noop, xorCode, rust []byte)
 		fmt.Fprintf(w, "| %s | %.0f | %.2f |\n", x.label, v, v/nat)
 	}
 	return nil
+}
+
+type wasmModule struct {
+	label string
+	code  []byte
+}
+
+// pipelineInProcess measures, without HTTP, the CPU time of 1 MiB through
+// pipelines of 1, 2 and 4 noop instances of each module chained as a
+// request's filters are (each instance's output is the next one's
+// stdin): what one more pipelined filter costs the process, apart from
+// the network and the disk.
+func pipelineInProcess(w io.Writer, build func(string, []byte, filter.Params) (filter.Transformer, error),
+	run func(filter.Transformer, []byte) (time.Duration, error), mods []wasmModule) error {
+	const size = 1 << 20
+	in := textLike(size)
+	fmt.Fprintln(w, "\n| 1 MiB through n chained noops, in process | n=1 CPU ms | n=2 CPU ms | n=4 CPU ms | per extra filter CPU ms |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
+	for _, m := range mods {
+		var cpu [3]time.Duration
+		for k, n := range []int{1, 2, 4} {
+			fs := make([]filter.Transformer, n)
+			for i := range fs {
+				f, err := build(fmt.Sprintf("chain%d", i), m.code, nil)
+				if err != nil {
+					return err
+				}
+				fs[i] = f
+			}
+			chain := chained(fs)
+			var per []time.Duration
+			for i := range 53 {
+				c0 := cpuNow()
+				if _, err := run(chain, in); err != nil {
+					return err
+				}
+				if i >= 3 {
+					per = append(per, cpuNow()-c0)
+				}
+			}
+			cpu[k] = durPct(per, 0.5)
+		}
+		fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %.3f |\n", m.label, msOf(cpu[0]), msOf(cpu[1]), msOf(cpu[2]), msOf(cpu[2]-cpu[0])/3)
+	}
+	return nil
+}
+
+// chainT runs transformers one after the other, as a pipeline does.
+type chainT []filter.Transformer
+
+func chained(fs []filter.Transformer) filter.Transformer { return chainT(fs) }
+
+func (c chainT) Info() *filter.Info { return c[0].Info() }
+
+func (c chainT) Transform(ctx context.Context, req *filter.Request, r io.Reader) (io.Reader, error) {
+	for _, f := range c {
+		out, err := f.Transform(ctx, req, r)
+		if err != nil {
+			return nil, err
+		}
+		r = out
+	}
+	return r, nil
 }
 
 // nativeXor is examples/filters/xor's loop in native Go: the key repeated

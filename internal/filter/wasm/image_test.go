@@ -9,7 +9,7 @@ import (
 // started on the memory image holds, before any code runs, exactly the
 // memory wazero builds from the original module's data segments.
 func TestMemoryImageMatchesDataSegments(t *testing.T) {
-	for _, name := range []string{"noop", "redact", "hostile"} {
+	for _, name := range []string{"noop", "redact"} {
 		code := moduleBytes(t, name)
 		img, prepared := prepare(code)
 		if img == nil {
