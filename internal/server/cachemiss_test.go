@@ -29,17 +29,7 @@ func TestCachedGetBackendCalls(t *testing.T) {
 	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("bucket1")}); err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+admin+"/api/v1/policies", strings.NewReader("FOR BUCKET tenant1/bucket1 DO SET caching WITH admit=get"))
-	req.Header.Set("Authorization", "Bearer tok")
-	req.Header.Set("Content-Type", "text/plain")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("policy: %s", resp.Status)
-	}
+	addPolicy(t, admin, "FOR BUCKET tenant1/bucket1 DO SET caching WITH admit=get")
 	put := func(body []byte) {
 		t.Helper()
 		if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bucket1"), Key: aws.String("obj"), Body: bytes.NewReader(body)}); err != nil {
@@ -103,4 +93,21 @@ func TestCachedGetBackendCalls(t *testing.T) {
 		t.Errorf("a GET after an overwrite sent %v, want one GET", m)
 	}
 	untilHit(v2)
+}
+
+// addPolicy adds a policy through the admin API at admin (token "tok");
+// it is in force when the call returns.
+func addPolicy(t *testing.T, admin, text string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+admin+"/api/v1/policies", strings.NewReader(text))
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Content-Type", "text/plain")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("policy %q: %s", text, resp.Status)
+	}
 }

@@ -103,17 +103,7 @@ func TestRemoteGetIsOneBackendCall(t *testing.T) {
 	}
 
 	// A compressed object: the decoder reads the stream the GET opened.
-	req, _ := http.NewRequest(http.MethodPost, "http://"+admin+"/api/v1/policies", strings.NewReader("FOR TENANT tenant1 DO SET compression"))
-	req.Header.Set("Authorization", "Bearer tok")
-	req.Header.Set("Content-Type", "text/plain")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("policy: %s", resp.Status)
-	}
+	addPolicy(t, admin, "FOR TENANT tenant1 DO SET compression")
 	put("packed")
 	raw, err := remote.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(remote.Bucket), Key: aws.String("one/bucket1/packed")})
 	if err != nil || aws.ToInt64(raw.ContentLength) >= int64(len(body)) {
