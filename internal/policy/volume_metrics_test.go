@@ -14,13 +14,23 @@ func TestVolumeMetricTriggers(t *testing.T) {
 		t.Fatalf("trigger %v dynamic %v", p.Trigger, p.Dynamic)
 	}
 	checkOne(t, "FOR ALL VOLUMES WHEN volume_read_bw > 50MB/s OR volume_read_iops > 5000 DO SET throttle WITH read_bw=50MB/s")
-	for src, want := range map[string]string{
+	wantRefused(t, map[string]string{
 		"FOR VOLUME v1 WHEN volume_write_iops > 5 DO SET xor WITH key=0x55": "block filter xor changes the stored bytes",
 		"FOR VOLUME v1 WHEN volume_write_iops > 5 DO SET encryption":        "encryption changes the stored bytes",
 		"FOR VOLUME v1 WHEN get_ops > 5 DO SET throttle WITH write_iops=5":  "metric get_ops is not measured for volumes",
 		"FOR TENANT t1 WHEN volume_write_iops > 5 DO SET noop":              "measured for volumes only",
 		"FOR VOLUME v1 WHEN volume_write_bw > 5ms DO SET nop":               "volume_write_bw",
-	} {
+	})
+	if !IsVolumeMetric("volume_read_bw") || IsVolumeMetric("get_ops") {
+		t.Fatal("IsVolumeMetric")
+	}
+}
+
+// wantRefused checks that each policy text is refused with an error that
+// contains its message.
+func wantRefused(t *testing.T, cases map[string]string) {
+	t.Helper()
+	for src, want := range cases {
 		_, err := ParseAndCheck("pol", src, testVocab())
 		if err == nil {
 			t.Errorf("%s: accepted", src)
@@ -29,8 +39,5 @@ func TestVolumeMetricTriggers(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", src, err, want)
 		}
-	}
-	if !IsVolumeMetric("volume_read_bw") || IsVolumeMetric("get_ops") {
-		t.Fatal("IsVolumeMetric")
 	}
 }
