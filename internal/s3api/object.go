@@ -496,6 +496,12 @@ func (s *Server) openCopySource(req *request, rng func(info storage.ObjectInfo) 
 	if err := evalConditions(req.Header, info, "x-amz-copy-source-"); err != nil {
 		return nil, storage.ObjectInfo{}, nil, err
 	}
+	// A copy reads the source as a GET of it does.
+	src := *req
+	src.target.bucket, src.target.key = srcBucket, srcKey
+	if err := s.bypassesTransforms(&src, info, "a copy"); err != nil {
+		return nil, storage.ObjectInfo{}, nil, err
+	}
 	var r *storage.Range
 	if rng != nil {
 		if r, err = rng(info); err != nil {

@@ -51,6 +51,9 @@ func (s *Server) selectObjectContent(w http.ResponseWriter, req *request) error 
 	if err := evalConditions(req.Header, info, ""); err != nil {
 		return err
 	}
+	if err := s.bypassesTransforms(req, info, "SelectObjectContent"); err != nil {
+		return err
+	}
 	src, err := s.decoders.Logical(ctx, req.filterRequest(filter.MethodGet, info.Meta.Size, info.Meta), s.backend, info)
 	if err != nil {
 		return decodeErr(err, bucket, key)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,6 +39,9 @@ import (
 //     is aborted) unless it ended within the read-ahead, when the
 //     Content-Range says where it ended.
 //   - HEAD runs no filter: it answers the headers above without a length.
+//   - Nothing reads past a GET transform: SelectObjectContent and a select
+//     filter over an object a GET transform applies to are refused (501
+//     NotImplemented), as they would query what the filter hides.
 
 // peekTransformed is how much output is computed before the status line:
 // a filter that fails at once is an error response rather than a cut
@@ -45,16 +49,28 @@ import (
 const peekTransformed = 256 << 10
 
 // getTransformsFor returns the one-way transforms in force for a GET of
-// info, or an empty pipeline. A select filter in force takes precedence
-// (serveSelected), so then there is none.
+// info, or an empty pipeline. A select filter is not one of them: it has
+// its own path (serveSelected), which a GET transform must not be
+// bypassed by (serveTransformed refuses the two together).
 func (s *Server) getTransformsFor(req *request, info storage.ObjectInfo) dataplane.Pipeline {
 	steps := s.requestSteps(req, filter.MethodGet, info.Meta.Size, info.Meta)
-	for _, st := range steps {
-		if _, ok := st.Filter.(recordSelector); ok {
-			return dataplane.Pipeline{}
-		}
-	}
+	steps = slices.DeleteFunc(steps, func(st dataplane.Step) bool {
+		_, sel := st.Filter.(recordSelector)
+		return sel
+	})
 	return dataplane.Pipeline{Steps: steps}.GetTransforms()
+}
+
+// bypassesTransforms refuses a request that would read an object's
+// logical bytes past the GET transforms in force for it (a selection of
+// what a redaction filter hides), naming what it asked for.
+func (s *Server) bypassesTransforms(req *request, info storage.ObjectInfo, what string) error {
+	tp := s.getTransformsFor(req, info)
+	if tp.Empty() {
+		return nil
+	}
+	return s3err.Newf(s3err.NotImplemented, "The GET filter %s rewrites what this object is read as; %s would read past it, so it is refused.",
+		strings.Join(tp.Names(), ","), what)
 }
 
 // openRange is a "bytes=" range over a stream of unknown length: end is
@@ -108,6 +124,9 @@ func (s *Server) serveTransformed(w http.ResponseWriter, req *request, info stor
 		return err
 	}
 	names := strings.Join(tp.Names(), ",")
+	if sel := s.selectorFor(req, info); sel != nil {
+		return s3err.Newf(s3err.NotImplemented, "A select filter and the GET filter %s both apply to this object: the selection would read past %s.", names, names)
+	}
 	if partNumber > 0 {
 		return s3err.Newf(s3err.NotImplemented, "partNumber cannot be served through the GET filter %s: parts are the stored object's, not the transformed one's.", names)
 	}

@@ -347,6 +347,19 @@ def test_get_only_redaction_masks_reads_and_stores_clear_text(server, tenant, s3
     s3.put_object(Bucket=plain, Key="orders.txt", Body=text)
     assert s3.get_object(Bucket=plain, Key="orders.txt")["Body"].read() == text
 
+    # Nothing reads the object past the filter: neither a query of it nor a
+    # copy of it into a bucket without the filter.
+    with pytest.raises(ClientError) as e:
+        s3.select_object_content(Bucket=b, Key="orders.txt", ExpressionType="SQL", Expression="SELECT * FROM S3Object",
+                                 InputSerialization={"CSV": {}}, OutputSerialization={"CSV": {}})
+    assert e.value.response["Error"]["Code"] == "NotImplemented" and name in e.value.response["Error"]["Message"]
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=plain, Key="copy.txt", CopySource={"Bucket": b, "Key": "orders.txt"})
+    assert e.value.response["Error"]["Code"] == "NotImplemented" and name in e.value.response["Error"]["Message"]
+    # The other way round is a plain copy, read through the filter after.
+    s3.copy_object(Bucket=b, Key="copied.txt", CopySource={"Bucket": plain, "Key": "orders.txt"})
+    assert s3.get_object(Bucket=b, Key="copied.txt")["Body"].read() == masked
+
 
 def test_get_transform_streams_large_objects_chunked(server, tenant, s3):
     """Uppercase on GET over an object far larger than the read-ahead: sent
