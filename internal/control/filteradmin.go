@@ -388,11 +388,7 @@ func (a *FilterAdmin) depUnused(ctx context.Context, name, what string) error {
 // old content's data is dropped when no kept version pins it.
 func (a *FilterAdmin) repin(ctx context.Context, prev, next meta.Dependency) (meta.DependencyChange, error) {
 	ch := meta.DependencyChange{Specs: map[string]json.RawMessage{}}
-	fs, err := a.store.ListFilters(ctx)
-	if err != nil {
-		return ch, err
-	}
-	list, err := a.store.ListDependencies(ctx)
+	fs, list, err := a.registered(ctx)
 	if err != nil {
 		return ch, err
 	}
@@ -430,6 +426,19 @@ func (a *FilterAdmin) repin(ctx context.Context, prev, next meta.Dependency) (me
 	return ch, nil
 }
 
+// registered lists the registered filters and dependencies.
+func (a *FilterAdmin) registered(ctx context.Context) ([]meta.FilterEntry, []meta.Dependency, error) {
+	fs, err := a.store.ListFilters(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	deps, err := a.store.ListDependencies(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fs, deps, nil
+}
+
 // unpinned returns those of the dependency blobs candidates that no
 // kept filter version pins and no dependency holds as its data, once the
 // specs in changed (name -> new spec, nil: deleted) and the dependencies
@@ -438,11 +447,7 @@ func (a *FilterAdmin) unpinned(ctx context.Context, candidates []string, changed
 	if len(candidates) == 0 {
 		return nil, nil
 	}
-	fs, err := a.store.ListFilters(ctx)
-	if err != nil {
-		return nil, err
-	}
-	list, err := a.store.ListDependencies(ctx)
+	fs, list, err := a.registered(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -221,11 +221,7 @@ func evalConditions(h http.Header, info storage.ObjectInfo, prefix string) error
 // when the header should be ignored (S3 ignores syntactically invalid
 // ranges and serves the whole object).
 func parseRange(header string, size int64) (rng storage.Range, ok bool, err error) {
-	spec, found := strings.CutPrefix(strings.TrimSpace(header), "bytes=")
-	if !found || strings.Contains(spec, ",") {
-		return rng, false, nil
-	}
-	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
+	first, last, found := rangeBounds(header)
 	if !found {
 		return rng, false, nil
 	}

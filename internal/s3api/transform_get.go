@@ -82,11 +82,7 @@ type openRange struct {
 // parseOpenRange reads a single range without knowing the length. ok is
 // false when there is no usable range (S3 then sends the whole object).
 func parseOpenRange(header string) (r openRange, ok bool, err error) {
-	spec, found := strings.CutPrefix(strings.TrimSpace(header), "bytes=")
-	if !found || strings.Contains(spec, ",") {
-		return r, false, nil
-	}
-	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
+	first, last, found := rangeBounds(header)
 	if !found {
 		return r, false, nil
 	}
@@ -109,6 +105,17 @@ func parseOpenRange(header string) (r openRange, ok bool, err error) {
 		r.end = e
 	}
 	return r, true, nil
+}
+
+// rangeBounds splits a single "bytes=FIRST-LAST" range into its two
+// bounds, either of which may be empty; found is false for anything else
+// (another unit, several ranges), which S3 answers with the whole object.
+func rangeBounds(header string) (first, last string, found bool) {
+	spec, found := strings.CutPrefix(strings.TrimSpace(header), "bytes=")
+	if !found || strings.Contains(spec, ",") {
+		return "", "", false
+	}
+	return strings.Cut(strings.TrimSpace(spec), "-")
 }
 
 // serveTransformed answers a GET or HEAD whose body goes through tp.
