@@ -56,8 +56,7 @@ func BenchmarkFrontEndGet(b *testing.B) {
 
 func benchFrontEnd(b *testing.B, size int, mode string) {
 	payload := bytes.Repeat([]byte("x"), size)
-	e := NewEnforcer(EnforcerConfig{Next: limiterQoS{qos.NewLimiter(qos.LimiterConfig{Node: "n1"})},
-		Rules: func(string) *Classifier { return Compile(Rules{Default: "fg"}) }})
+	e := newBenchEnforcer()
 	ctx := With(context.Background(), &Request{})
 	buf := make([]byte, 1<<20)
 	b.SetBytes(int64(len(payload)))
@@ -79,4 +78,47 @@ func benchFrontEnd(b *testing.B, size int, mode string) {
 			sh.Done()
 		}
 	}
+}
+
+// The same with requests of one tenant on every core at once: what the
+// flows' shared counters cost when cores take turns with their cache
+// lines.
+func BenchmarkFrontEndGetParallel(b *testing.B) {
+	for _, mode := range []string{"off", "on"} {
+		b.Run("4KiB/"+mode, func(b *testing.B) {
+			e := newBenchEnforcer()
+			payload := bytes.Repeat([]byte("x"), 4<<10)
+			b.SetBytes(int64(len(payload)))
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := With(context.Background(), &Request{})
+				buf := make([]byte, 64<<10)
+				for pb.Next() {
+					var dst io.Writer = &sink{buf: buf}
+					var sh s3api.Shaper
+					if mode == "on" {
+						var err error
+						if sh, err = e.Admit(ctx, "t1", "GET"); err != nil {
+							b.Fatal(err)
+						}
+						dst = sh.Writer(dst)
+					}
+					if _, err := dst.(io.ReaderFrom).ReadFrom(bytes.NewReader(payload)); err != nil {
+						b.Fatal(err)
+					}
+					if sh != nil {
+						sh.Done()
+					}
+				}
+			})
+		})
+	}
+}
+
+// newBenchEnforcer is the front end the S3 server composes: the context
+// stage over the limiter, rules compiled once (as the registry holds them).
+func newBenchEnforcer() *Enforcer {
+	rules := Compile(Rules{Default: "fg"})
+	return NewEnforcer(EnforcerConfig{Next: limiterQoS{qos.NewLimiter(qos.LimiterConfig{Node: "n1"})},
+		Rules: func(string) *Classifier { return rules }})
 }

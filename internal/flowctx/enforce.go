@@ -251,7 +251,10 @@ type shaper struct {
 	f    *Flow
 	ctx  context.Context
 	next s3api.Shaper
-	once sync.Once
+	done atomic.Bool // Done ran (a CAS: sync.Once's slow path locks)
+	// w is the one Writer (S3 responses take one), held here: one
+	// allocation less per request.
+	w qos.MeterWriter
 }
 
 func (s *shaper) Reader(r io.Reader) io.Reader {
@@ -265,16 +268,17 @@ func (s *shaper) Writer(w io.Writer) io.Writer {
 	if s.next != nil {
 		w = s.next.Writer(w)
 	}
-	return s.f.meter.Writer(s.ctx, w, chunk)
+	return s.w.Init(s.f.meter, s.ctx, w, chunk)
 }
 
 func (s *shaper) Done() {
-	s.once.Do(func() {
-		s.f.streams.Add(-1)
-		if s.next != nil {
-			s.next.Done()
-		}
-	})
+	if !s.done.CompareAndSwap(false, true) {
+		return
+	}
+	s.f.streams.Add(-1)
+	if s.next != nil {
+		s.next.Done()
+	}
 }
 
 // LastStep is when the controller last stepped.

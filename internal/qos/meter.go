@@ -59,7 +59,7 @@ func (m *Meter) Reader(ctx context.Context, r io.Reader, chunk int) io.Reader {
 // it is passed on. The writer keeps w's ReadFrom fast path (sendfile)
 // while the flow is unlimited.
 func (m *Meter) Writer(ctx context.Context, w io.Writer, chunk int) io.Writer {
-	return &meterWriter{m: m, ctx: ctx, w: w, chunk: chunk}
+	return new(MeterWriter).Init(m, ctx, w, chunk)
 }
 
 type meterReader struct {
@@ -82,7 +82,10 @@ func (r *meterReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-type meterWriter struct {
+// MeterWriter is Meter.Writer's writer as a value, so that an owner that
+// lives as long as the writer (a request's stream) holds it and saves an
+// allocation per request: Init it, once, and use what Init returns.
+type MeterWriter struct {
 	m     *Meter
 	ctx   context.Context
 	w     io.Writer
@@ -90,7 +93,13 @@ type meterWriter struct {
 	lr    io.LimitedReader // ReadFrom's piece, kept here: no allocation per piece
 }
 
-func (w *meterWriter) Write(p []byte) (int, error) {
+// Init makes w shape dst through m, chunk bytes at a time, and returns it.
+func (w *MeterWriter) Init(m *Meter, ctx context.Context, dst io.Writer, chunk int) io.Writer {
+	*w = MeterWriter{m: m, ctx: ctx, w: dst, chunk: chunk}
+	return w
+}
+
+func (w *MeterWriter) Write(p []byte) (int, error) {
 	var written int
 	for len(p) > 0 {
 		piece := p[:min(len(p), w.chunk)]
@@ -114,7 +123,7 @@ const readFromPiece = 4 << 20
 // ReadFrom keeps the destination's fast path (sendfile for a file, or a
 // file behind one io.LimitedReader) for flows that are not limited, a
 // piece at a time, and paces chunk by chunk otherwise.
-func (w *meterWriter) ReadFrom(r io.Reader) (int64, error) {
+func (w *MeterWriter) ReadFrom(r io.Reader) (int64, error) {
 	rf, ok := w.w.(io.ReaderFrom)
 	// net's sendfile sees through one io.LimitedReader and no more: a
 	// range GET's file behind a LimitedReader is cut into pieces of the
