@@ -55,15 +55,18 @@ func getTransform(f filter.Filter) bool {
 // pipeline's transformers in order. Nothing is buffered beyond what each
 // filter holds. Closing the returned reader stops every filter that can
 // be stopped (a sandboxed module's instance) before its end.
+// When p.Observer is set each step's time is reported, as on PUT.
 func (p Pipeline) Get(ctx context.Context, req *filter.Request, logical io.Reader) (io.ReadCloser, error) {
-	stream := logical
+	clock := p.clock(filter.MethodGet)
+	stream := clock.reader(-1, logical)
 	var closers []io.Closer
-	for _, st := range p.Steps {
+	for i, st := range p.Steps {
 		t, ok := st.Filter.(filter.Transformer)
 		if !ok {
 			closeAll(closers)
 			return nil, fmt.Errorf("filter %s cannot run on GET", st.Filter.Info().Name)
 		}
+		start := clock.begin()
 		out, err := t.Transform(ctx, req, stream)
 		if err != nil {
 			closeAll(closers)
@@ -72,8 +75,10 @@ func (p Pipeline) Get(ctx context.Context, req *filter.Request, logical io.Reade
 		if c, ok := out.(io.Closer); ok && out != stream {
 			closers = append(closers, c)
 		}
-		stream = out
+		clock.built(i, start)
+		stream = clock.reader(i, out)
 	}
+	clock.done()
 	return &getStream{r: stream, closers: closers}, nil
 }
 

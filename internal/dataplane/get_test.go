@@ -85,3 +85,29 @@ func TestGetTransformsRunOneWayFiltersStorageFirst(t *testing.T) {
 		t.Fatal("reversible and request-only filters are not GET transforms")
 	}
 }
+
+// GET transforms are timed as PUT steps are, under method GET: each step
+// its own time and output bytes, storage stage first.
+func TestGetTransformStepTimes(t *testing.T) {
+	log := newStepLog()
+	mk := func(name string, perByte int, writeTo bool) filter.Filter {
+		return &costFilter{info: &filter.Info{Name: name, Version: 1}, clock: log.fakeClock, perByte: perByte, writeTo: writeTo}
+	}
+	p := Pipeline{Steps: []Step{
+		{Stage: filter.StageGateway, Filter: mk("b", 5, true)},
+		{Stage: filter.StageStorage, Filter: mk("a", 3, false)},
+	}}.GetTransforms()
+	p.Observer = log
+	const size = 10_000
+	body := &costReader{r: bytes.NewReader(make([]byte, size)), c: log.fakeClock, perByte: 7}
+	out, err := p.Get(context.Background(), &filter.Request{Method: filter.MethodGet}, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := &costWriter{c: log.fakeClock, perByte: 11}
+	if n, err := io.Copy(dst, out); err != nil || n != 4*size {
+		t.Fatalf("copied %d, %v", n, err)
+	}
+	checkMeter(t, log, "GET/storage/a", 2*size*3, 2*size)
+	checkMeter(t, log, "GET/gateway/b", 4*size*5, 4*size)
+}

@@ -34,7 +34,7 @@ func (p Pipeline) Empty() bool { return len(p.Steps) == 0 }
 // stream the previous one produced. The returned plan function is valid
 // once the returned stream has been read to io.EOF.
 func (p Pipeline) Put(ctx context.Context, req *filter.Request, plain io.Reader) (io.Reader, func() (Plan, error), error) {
-	clock := p.clock()
+	clock := p.clock(filter.MethodPut)
 	stream := clock.reader(-1, plain)
 	var finishers []func() (filter.Record, error)
 	lastT := lastTransformer(p.Steps)

@@ -252,14 +252,15 @@ func (s *timedFilterSource) Open(ctx context.Context, off, n int64) (io.ReadClos
 	}{r, rc}, nil
 }
 
-// clock returns the timing of p's steps, or nil when p is not observed.
-func (p Pipeline) clock() *stepClock {
+// clock returns the timing of p's steps on a request of method m, or nil
+// when p is not observed.
+func (p Pipeline) clock(m filter.Method) *stepClock {
 	if p.Observer == nil || len(p.Steps) == 0 {
 		return nil
 	}
 	c := newStepClock(p.Observer, len(p.Steps))
 	for i, st := range p.Steps {
-		c.steps[i].meter = p.Observer.Step(st.Filter.Info().Name, st.Stage, filter.MethodPut)
+		c.steps[i].meter = p.Observer.Step(st.Filter.Info().Name, st.Stage, m)
 	}
 	return c
 }

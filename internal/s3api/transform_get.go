@@ -58,7 +58,10 @@ func (s *Server) getTransformsFor(req *request, info storage.ObjectInfo) datapla
 		_, sel := st.Filter.(recordSelector)
 		return sel
 	})
-	return dataplane.Pipeline{Steps: steps}.GetTransforms()
+	tp := dataplane.Pipeline{Steps: steps}.GetTransforms()
+	// Timed as the decoders are (facet_filter_seconds_total, method GET).
+	tp.Observer = s.decoders.Observer
+	return tp
 }
 
 // bypassesTransforms refuses a request that would read an object's
