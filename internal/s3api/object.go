@@ -287,7 +287,14 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 			return storageErr(err, bucket, key)
 		}
 		if tp := s.getTransformsFor(req, info); !tp.Empty() {
-			return s.serveTransformed(w, req, info, tp, partNumber, withBody)
+			err := s.serveTransformed(w, req, info, tp, partNumber, withBody)
+			if errors.Is(err, errOverwritten) {
+				if attempt < 3 {
+					continue
+				}
+				return decodeErr(err, bucket, key)
+			}
+			return err
 		}
 		if err := checkGetConditions(w, req, info); err != nil {
 			return err

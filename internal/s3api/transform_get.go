@@ -121,6 +121,10 @@ func rangeBounds(header string) (first, last string, found bool) {
 	return strings.Cut(strings.TrimSpace(spec), "-")
 }
 
+// errOverwritten is serveTransformed's answer when the object changed
+// between its metadata read and its data read, before anything was sent.
+var errOverwritten = errors.New("object changed while it was opened")
+
 // serveTransformed answers a GET or HEAD whose body goes through tp.
 func (s *Server) serveTransformed(w http.ResponseWriter, req *request, info storage.ObjectInfo, tp dataplane.Pipeline, partNumber int, withBody bool) error {
 	ctx := req.Context()
@@ -168,6 +172,12 @@ func (s *Server) serveTransformed(w http.ResponseWriter, req *request, info stor
 	}
 	rc, err := s.openCached(ctx, req, info, nil)
 	if err != nil {
+		if errors.Is(err, storage.ErrObjectNotFound) || errors.Is(err, dataplane.ErrChanged) {
+			// Overwritten or deleted since its metadata was read: getObject
+			// starts again from the metadata.
+			resetHeaders(hdr)
+			return fmt.Errorf("%w: %w", errOverwritten, err)
+		}
 		return fail(err)
 	}
 	defer rc.Close()
