@@ -319,8 +319,7 @@ def test_get_only_redaction_masks_reads_and_stores_clear_text(server, tenant, s3
     # HEAD runs no filter: no length it could not honour, the same ETag.
     head = s3.head_object(Bucket=b, Key="orders.txt")
     assert head["ETag"] == got["ETag"]
-    assert "content-length" not in head["ResponseMetadata"]["HTTPHeaders"] or \
-        head["ResponseMetadata"]["HTTPHeaders"]["content-length"] != str(len(text))
+    assert "content-length" not in head["ResponseMetadata"]["HTTPHeaders"], head["ResponseMetadata"]["HTTPHeaders"]
     # Conditional GETs compare with the transformed ETag.
     with pytest.raises(ClientError) as e:
         s3.get_object(Bucket=b, Key="orders.txt", IfNoneMatch=got["ETag"])
