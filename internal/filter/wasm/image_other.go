@@ -9,7 +9,7 @@ import (
 
 // memImage needs memfd (Linux): elsewhere wazero copies the data
 // segments into each instance.
-type memImage struct{}
+type memImage struct{ size int }
 
 func imagePageSize() int { return 4096 }
 

@@ -2,7 +2,12 @@ package wasm
 
 import (
 	"bytes"
+	"context"
 	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
 // TestMemoryImageMatchesDataSegments: an instance of the stripped module
@@ -39,4 +44,50 @@ func FuzzSplitData(f *testing.F) {
 			t.Fatal("a stripped module still has data to split")
 		}
 	})
+}
+
+// TestMemoryImageIsPrivate: what an instance writes over its image stays
+// its own: neither an instance running beside it nor a later one sees it.
+func TestMemoryImageIsPrivate(t *testing.T) {
+	ctx := context.Background()
+	img, prepared := prepare(moduleBytes(t, "noop"))
+	if img == nil {
+		t.Skip("no memory image on this system")
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer rt.Close(ctx)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := rt.CompileModule(ctx, prepared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func() api.Module {
+		m, err := rt.InstantiateModule(img.withMemory(ctx), cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a, b := start(), start()
+	defer b.Close(ctx)
+	orig, _ := b.Memory().Read(0, uint32(img.size))
+	want := bytes.Clone(orig)
+	junk := bytes.Repeat([]byte{0xA5}, img.size)
+	if !a.Memory().Write(0, junk) {
+		t.Fatal("write")
+	}
+	if got, _ := a.Memory().Read(0, uint32(img.size)); !bytes.Equal(got, junk) {
+		t.Fatal("the instance does not read back its own write")
+	}
+	if got, _ := b.Memory().Read(0, uint32(img.size)); !bytes.Equal(got, want) {
+		t.Fatal("a write of one instance reached another's memory")
+	}
+	_ = a.Close(ctx)
+	c := start()
+	defer c.Close(ctx)
+	if got, _ := c.Memory().Read(0, uint32(img.size)); !bytes.Equal(got, want) {
+		t.Fatal("a write of a closed instance reached a new one")
+	}
 }
