@@ -220,9 +220,11 @@ func (l *Limiter) applyLocked(f *flow, now time.Time) {
 	if slo.Ops > 0 {
 		ops = slo.Ops
 	}
-	if a, ok := l.assignedOp[f.key]; ok && live {
-		// The controller's share of the fleet-wide operations cap.
-		ops = a
+	if a, ok := l.assignedOp[f.key]; ok && live && slo.Ops > 0 {
+		// The controller's share of the fleet-wide operations cap, never
+		// above the cap itself: a cap lowered or removed here applies at
+		// once, not at the controller's next period.
+		ops = min(a, slo.Ops)
 	}
 	if changed(f.opsRate, ops) {
 		f.ops.SetRate(ops)

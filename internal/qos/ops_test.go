@@ -78,3 +78,29 @@ func TestOpsSplitAcrossGateways(t *testing.T) {
 		}
 	}
 }
+
+// A cap lowered or removed on a gateway applies there at once, whatever
+// the controller assigned before.
+func TestOpsCapChangeAppliesAtOnce(t *testing.T) {
+	slos := SLOMap{"t1": {Ops: 30}}
+	l := NewLimiter(LimiterConfig{Node: "b", SLOs: slos})
+	st, err := l.Admit(context.Background(), "t1", ClassGet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Done()
+	l.ApplyOps("i", 1, nil, Rates{"t1": {ClassGet: 20}})
+	if r := st.f.ops.Rate(); r != 20 {
+		t.Fatalf("assigned %v, want 20", r)
+	}
+	slos["t1"] = SLO{Ops: 5}
+	l.Refresh()
+	if r := st.f.ops.Rate(); r != 5 {
+		t.Fatalf("after the cap was lowered to 5: %v", r)
+	}
+	delete(slos, "t1")
+	l.Refresh()
+	if r := st.f.ops.Rate(); !math.IsInf(r, 1) {
+		t.Fatalf("after the cap was removed: %v, want unlimited", r)
+	}
+}
