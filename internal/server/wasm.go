@@ -51,14 +51,24 @@ func startWasm(ctx context.Context, dataDir, cacheDir string, store wasm.Store, 
 	if dataDir != "" {
 		depsDir = filepath.Join(dataDir, "wasm", "deps")
 	}
+	configured := cacheDir != ""
 	if cacheDir = wasmCacheDir(dataDir, cacheDir); cacheDir != "" {
 		if err := os.MkdirAll(cacheDir, 0o700); err != nil {
-			return nil, fmt.Errorf("compilation cache: %w", err)
+			if configured || dataDir != "" {
+				return nil, fmt.Errorf("compilation cache: %w", err)
+			}
+			// The default place of a gateway's cache is unusable (a
+			// read-only home): a cache is not worth refusing to start.
+			logger.Warn("wasm compilation cache unavailable: modules are compiled at every start", "dir", cacheDir, "err", err)
+			cacheDir = ""
 		}
 	}
 	rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: cacheDir, Logger: logger, OnFailure: onFailure})
 	if err != nil {
 		return nil, err
+	}
+	if cacheDir != "" {
+		logger.Info("wasm compilation cache", "dir", cacheDir)
 	}
 	cat, err := wasm.NewCatalog(wasm.CatalogConfig{Runtime: rt, Store: store, Logger: logger, DepsDir: depsDir, Limits: wasm.DefaultLimits()})
 	if err != nil {
