@@ -64,7 +64,18 @@ func (b *nbdBench) throttleExperiment(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	old.label = oldThrottleWindow.String() + " (before)"
 	servers := []*throttleServer{{label: block.DefaultBurstWindow.String(), mgr: b.mgr, addr: b.addr}, old}
+	// Pairs of runs alternate which server goes first (ABBA), so that a
+	// load that rises or falls over the experiment favours neither.
+	pair := 0
+	ordered := func() []*throttleServer {
+		pair++
+		if pair%2 == 0 {
+			return []*throttleServer{servers[1], servers[0]}
+		}
+		return servers
+	}
 	uris := func(s *throttleServer) []string {
 		var out []string
 		for _, n := range names {
@@ -86,13 +97,16 @@ func (b *nbdBench) throttleExperiment(ctx context.Context) error {
 		}
 		return nil
 	}
-	rt := max(b.opts.Runtime, 10*time.Second)
+	// Long runs: a stall of client or server near the start or the end of
+	// fio's measured window moves up to a burst of tokens in or out of it.
+	rt := max(b.opts.Runtime, 20*time.Second)
 	out := b.opts.Out
 	fmt.Fprintf(out, "### Throttles: the sources' experiment (4 volumes at once)\n\n")
 	fmt.Fprintf(out, "MB/s from `FOR VOLUME tN DO SET throttle WITH read_bw=…, write_bw=…` (64 KiB requests, iodepth 4); IO/s set through the API\n"+
-		"(`PUT /v1/volumes/tN/throttle`), 4 KiB random, iodepth 64. Each run is made with the throttles' burst window of today (%s) and of before (%s),\n"+
-		"alternating, on two NBD servers over the same store and volumes. Cells: measured (measured / target − 1).\n\n", block.DefaultBurstWindow, oldThrottleWindow)
-	fmt.Fprintf(out, "| run | burst window | t1 | t2 | t3 | t4 | worst |\n|---|---|---:|---:|---:|---:|---:|\n")
+		"(`PUT /v1/volumes/tN/throttle`), 4 KiB random, iodepth 64, %v per run. Each run is made with the throttles' burst window of today (%v)\n"+
+		"and of before (%v), one after the other in alternating order (ABBA), on two NBD servers over the same store and volumes. Cells: measured (measured / target − 1).\n\n",
+		rt, block.DefaultBurstWindow, oldThrottleWindow)
+	fmt.Fprintf(out, "| run | burst | t1 | t2 | t3 | t4 | worst |\n|---|---|---:|---:|---:|---:|---:|\n")
 	row := func(run, window string, targets, got []float64, unit string) {
 		var cells []string
 		worst := 0.0
@@ -123,7 +137,7 @@ func (b *nbdBench) throttleExperiment(ctx context.Context) error {
 		}
 	}
 	for _, rw := range []string{"write", "read"} {
-		for _, s := range servers {
+		for _, s := range ordered() {
 			var jobs []fioJob
 			for i, u := range uris(s) {
 				jobs = append(jobs, fioJob{name: names[i], uri: u, rw: rw, bs: "64k", depth: 4})
@@ -169,7 +183,7 @@ func (b *nbdBench) throttleExperiment(ctx context.Context) error {
 		if err := setOps(1); err != nil {
 			return err
 		}
-		for _, s := range servers {
+		for _, s := range ordered() {
 			_, iops, err := b.fio(ctx, rt, jobsOn(s, rw)...)
 			if err != nil {
 				return err
@@ -202,7 +216,7 @@ func (b *nbdBench) throttleExperiment(ctx context.Context) error {
 	// then waits 16/7000 s ≈ 2.3 ms, so a pipeline stalls sooner).
 	for _, depth := range []int{64, 16} {
 		for _, rw := range []string{"randwrite", "randread"} {
-			for _, s := range servers {
+			for _, s := range ordered() {
 				_, iops, err := b.fio(ctx, rt, fioJob{name: "alone", uri: uris(s)[3], rw: rw, bs: "4k", depth: depth})
 				if err != nil {
 					return err
