@@ -23,6 +23,8 @@ type HitPathReport struct {
 	// Through Facet: a HEAD (the metadata read every GET makes), a GET
 	// on a bucket without caching, and a cache hit.
 	FacetHead, FacetGet, FacetHit time.Duration
+	// NotHits counts the timed hits that missed (left out).
+	NotHits int
 }
 
 // runHitPath measures the breakdown on n rounds over 16 objects of size
@@ -44,21 +46,25 @@ func runHitPath(ctx context.Context, gw *gateway, store *gateway, size int64, n 
 	if err := gw.applyPolicy(ctx, "FOR BUCKET bench/hpcache DO SET caching WITH size=256MB, admit=get"); err != nil {
 		return rep, err
 	}
-	// Warm the cache: fills commit in the background, so read until every
-	// object is a hit.
+	// Warm the cache: fills commit in the background (and a large one may
+	// be given up when the disk falls behind), so read until a whole
+	// round of the objects hits.
 	deadline := time.Now().Add(30 * time.Second)
-	for i := 0; ; i++ {
+	for i, run := 0, 0; run < objects; i++ {
 		_, c, err := gw.getCache(ctx, fmt.Sprintf("/hpcache/o%02d", i%objects), size)
 		if err != nil {
 			return rep, err
 		}
-		if c == "hit" && i >= 2*objects {
-			break
+		if run++; c != "hit" {
+			run = 0
 		}
 		if time.Now().After(deadline) {
 			return rep, fmt.Errorf("hit path: the cache did not fill in 30 s")
 		}
 	}
+	// timeOne times n requests; when want is set, the answers that are
+	// not it (a hit's entry evicted or dropped meanwhile) are left out and
+	// counted.
 	timeOne := func(f func(i int) (string, error), want string) (time.Duration, error) {
 		lats := make([]time.Duration, 0, n)
 		for i := range n {
@@ -68,7 +74,8 @@ func runHitPath(ctx context.Context, gw *gateway, store *gateway, size int64, n 
 				return 0, err
 			}
 			if want != "" && got != want {
-				return 0, fmt.Errorf("hit path: X-Facet-Cache %q, want %q", got, want)
+				rep.NotHits++
+				continue
 			}
 			lats = append(lats, time.Since(t))
 		}
@@ -117,4 +124,7 @@ func writeHitPath(w io.Writer, r HitPathReport) {
 	fmt.Fprintf(w, "| Facet HEAD (the metadata read of every GET) | %.2f ms |\n", msf(r.FacetHead))
 	fmt.Fprintf(w, "| Facet GET, bucket without caching | %.2f ms |\n", msf(r.FacetGet))
 	fmt.Fprintf(w, "| Facet GET, cache hit | %.2f ms |\n", msf(r.FacetHit))
+	if r.NotHits > 0 {
+		fmt.Fprintf(w, "\n(%d of the %d timed hits missed and are left out)\n", r.NotHits, r.N)
+	}
 }
