@@ -45,7 +45,8 @@ func (s *Server) admit(w http.ResponseWriter, req *request) error {
 		return s3err.Wrap(s3err.InternalError, err)
 	}
 	req.onDone(sh.Done)
-	if req.body != nil {
+	if req.body != nil && req.ContentLength != 0 {
+		// A request without a payload (most GETs) has nothing to pace.
 		req.body = shapedBody{RequestBody: req.body, r: sh.Reader(req.body)}
 	}
 	if sw, ok := w.(*statusWriter); ok {
