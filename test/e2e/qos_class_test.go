@@ -117,3 +117,57 @@ func TestContextClassLimitsAcrossGateways(t *testing.T) {
 		t.Errorf("slo list: %v %s", err, out)
 	}
 }
+
+// A tenant's operations cap is fleet-wide: with ops=5 and HEADs pressing
+// on both gateways, the two admit about 5 a second between them (each
+// applying the whole cap, as before, they would admit about 10). The
+// upper band is what the split proves; the lower one is generous.
+func TestOpsCapAcrossGateways(t *testing.T) {
+	c := startCluster(t, clusterOptions{Gateways: 2, Controllers: 1, Env: []string{"FACET_QOS_PERIOD=500ms"}})
+	cr := c.gw[0].createTenant(t, "oq")
+	cl0 := c.gw[0].sdk(cr)
+	if _, err := cl0.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("oq-b")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl0.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("oq-b"), Key: aws.String("k"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	const ops = 5
+	if out, err := c.gw[0].ctl(t, "slo", "set", "oq", "--ops", "5"); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var admitted atomic.Int64
+	for _, gw := range c.gw {
+		cl := gw.sdk(cr, func(o *s3.Options) { o.Retryer = aws.NopRetryer{} })
+		for range 4 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					if _, err := cl.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("oq-b"), Key: aws.String("k")}); err == nil {
+						admitted.Add(1)
+					} else {
+						time.Sleep(20 * time.Millisecond)
+					}
+				}
+			})
+		}
+	}
+	t.Cleanup(func() { stop(); wg.Wait() })
+	time.Sleep(3 * time.Second) // the controller splits the cap
+	const window = 6
+	var got float64
+	for attempt := range 3 {
+		n0 := admitted.Load()
+		time.Sleep(window * time.Second)
+		got = float64(admitted.Load()-n0) / window
+		t.Logf("window %d: %.1f operations/s admitted over both gateways (cap %d fleet-wide)", attempt+1, got, ops)
+		if got >= 0.4*ops {
+			break // a busy machine may admit less; never more
+		}
+	}
+	if got > 1.4*ops || got < 0.4*ops {
+		bw, _ := c.gw[0].ctl(t, "bw", "-o", "json")
+		t.Fatalf("%.1f operations/s admitted over two gateways, want the fleet-wide cap %d (≤ +40%%, ≥ -60%%)\n%s", got, ops, bw)
+	}
+}
