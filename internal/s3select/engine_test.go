@@ -243,3 +243,49 @@ func TestScanRangeReadsLittleBeyondItsEnd(t *testing.T) {
 		t.Fatalf("a 1 MiB split scanned %d bytes", st.BytesScanned)
 	}
 }
+
+// A JSON document is one record: one larger than the record bound fails
+// with OverMaxRecordSize instead of being held whole in memory, while
+// many documents adding up to more than the bound are read one by one.
+func TestJSONDocumentBounded(t *testing.T) {
+	req := func() *Request {
+		return &Request{Expression: "SELECT COUNT(*) FROM S3Object[*][*] s",
+			Input: InputSerialization{JSON: &JSONInput{Type: "DOCUMENT"}}, Output: OutputSerialization{CSV: &CSVOutput{}}}
+	}
+	var big bytes.Buffer
+	big.WriteString("[")
+	for i := 0; big.Len() <= maxRecordSize+(1<<20); i++ {
+		if i > 0 {
+			big.WriteString(",")
+		}
+		big.WriteString(`{"id":` + strconv.Itoa(i) + `,"pad":"` + strings.Repeat("x", 100) + `"}`)
+	}
+	big.WriteString("]")
+	if _, err := runSelect(t, req(), big.Bytes()); err == nil || AsError(err).Code != CodeOverMaxRecordSize {
+		t.Fatalf("one %d-byte document: got %v, want %s", big.Len(), err, CodeOverMaxRecordSize)
+	}
+	var many bytes.Buffer
+	n := 0
+	for ; many.Len() <= 2*maxRecordSize; n++ {
+		many.WriteString(`[{"id":` + strconv.Itoa(n) + `,"pad":"` + strings.Repeat("y", 1000) + `"}]` + "\n")
+	}
+	got, err := runSelect(t, req(), many.Bytes())
+	if err != nil || got != strconv.Itoa(n)+"\n" {
+		t.Fatalf("%d small documents: got %q, %v", n, got, err)
+	}
+}
+
+// QuoteEscapeCharacter other than the quote: an escaped quote or escape
+// character inside quotes is taken literally.
+func TestCSVQuoteEscapeCharacter(t *testing.T) {
+	req := csvReq("SELECT s._1, s._2 FROM S3Object s", "NONE")
+	req.Input.CSV.QuoteEscapeCharacter = `\`
+	req.Output.JSON, req.Output.CSV = &JSONOutput{}, nil
+	got, err := runSelect(t, req, []byte(`"a\"b","c\\d"`+"\n"+`"x, y",plain`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"_1":"a\"b","_2":"c\\d"}` + "\n" + `{"_1":"x, y","_2":"plain"}` + "\n"; got != want {
+		t.Fatalf("got %q want %q", got, want)
+	}
+}

@@ -339,10 +339,17 @@ func (j *jsonReader) next() (*jsonRow, int64, error) {
 			}
 		} else {
 			j.start = j.cr.n - int64(j.doc.Buffered())
+			// A document is one record: reading more than a record's
+			// bound past its start fails the read, so memory stays
+			// bounded whatever one document's size.
+			j.cr.limit = j.start + maxRecordSize + int64(j.doc.Size())
 			var err error
 			v, err = j.p.value()
 			if err == io.EOF {
 				return nil, 0, io.EOF
+			}
+			if errors.Is(err, errRecordTooLong) {
+				return nil, 0, newError(CodeOverMaxRecordSize, "document %d (at offset %d) is longer than %d bytes", j.n+1, j.start, maxRecordSize)
 			}
 			if err != nil {
 				return nil, 0, newError(CodeJSONParsingError, "document %d (near offset %d) is not valid JSON", j.n+1, j.start)
@@ -400,13 +407,24 @@ func (r *jsonRow) Named(name string, exact bool) sql.Value {
 
 func (r *jsonRow) Doc() sql.Value { return r.v }
 
-// countingReader counts the bytes read through it.
+// errRecordTooLong is a countingReader's read past its limit.
+var errRecordTooLong = errors.New("record too long")
+
+// countingReader counts the bytes read through it and, when limit is
+// set, refuses to read past that stream offset.
 type countingReader struct {
-	r io.Reader
-	n int64
+	r     io.Reader
+	n     int64
+	limit int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
+	if c.limit > 0 {
+		if c.n >= c.limit {
+			return 0, errRecordTooLong
+		}
+		p = p[:min(int64(len(p)), c.limit-c.n)]
+	}
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
