@@ -131,6 +131,49 @@ func TestAlgorithms(t *testing.T) {
 			d("t1", ClassGet, "a", 1, inf), d("t3", ClassGet, "a", 1, inf)}},
 		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 40, k("t3", ClassGet, "a"): 40},
 	}, {
+		name: "max-min: all idle",
+		alg:  MaxMin{},
+		p:    Problem{Capacity: map[string]float64{"a": 80}, SLOs: slos, Demands: []Demand{d("t1", ClassGet, "a", 0, 0), d("t2", ClassPut, "a", 2, 0)}},
+		want: map[UnitKey]float64{},
+	}, {
+		name: "max-min: one tenant takes the whole node",
+		alg:  MaxMin{},
+		p:    Problem{Capacity: map[string]float64{"a": 80}, SLOs: slos, Demands: []Demand{d("t3", ClassGet, "a", 2, inf)}},
+		want: map[UnitKey]float64{k("t3", ClassGet, "a"): 80},
+	}, {
+		name: "max-min: limit capped, the rest to the other",
+		alg:  MaxMin{},
+		p: Problem{Capacity: map[string]float64{"a": 80}, SLOs: SLOMap{"t1": {Limit: 20}}, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, inf), d("t2", ClassGet, "a", 1, inf), d("t3", ClassGet, "a", 1, inf)}},
+		// Equal thirds (26.7) would put t1 over 20: it stops there, t2 and t3 share the 60 left.
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 20, k("t2", ClassGet, "a"): 30, k("t3", ClassGet, "a"): 30},
+	}, {
+		name: "max-min: one share per tenant fleet-wide, the overloaded node not given past its capacity",
+		alg:  MaxMin{},
+		p: Problem{Capacity: map[string]float64{"a": 40, "b": 100}, SLOs: SLOMap{"t1": {Get: 60}, "t2": {Get: 30}}, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, inf), d("t1", ClassGet, "b", 1, inf), d("t2", ClassGet, "a", 1, inf)}},
+		// Reservations ignored. t1's one share is split over its two nodes
+		// by transfers (1/2 each): on a, t1 weighs 1/2 against t2's 1, so
+		// a's 40 go 40/3 and 80/3; b's 100 go to t1 alone.
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 40.0 / 3, k("t1", ClassGet, "b"): 100, k("t2", ClassGet, "a"): 80.0 / 3},
+	}, {
+		name: "PSFA: all idle",
+		alg:  PSFA{},
+		p:    Problem{Capacity: map[string]float64{"a": 80}, SLOs: SLOMap{"t1": {Weight: 3}}, Demands: []Demand{d("t1", ClassGet, "a", 0, 0)}},
+		want: map[UnitKey]float64{},
+	}, {
+		name: "PSFA: one tenant takes the whole node whatever its weight",
+		alg:  PSFA{},
+		p:    Problem{Capacity: map[string]float64{"a": 80}, SLOs: SLOMap{"t1": {Weight: 0.5}}, Demands: []Demand{d("t1", ClassPut, "a", 1, inf)}},
+		want: map[UnitKey]float64{k("t1", ClassPut, "a"): 80},
+	}, {
+		name: "PSFA: limit capped, the rest to the others by weight",
+		alg:  PSFA{},
+		p: Problem{Capacity: map[string]float64{"a": 100}, SLOs: SLOMap{"t1": {Weight: 3, Limit: 30}, "t2": {Weight: 2}}, Demands: []Demand{
+			d("t1", ClassGet, "a", 1, inf), d("t2", ClassGet, "a", 1, inf), d("t3", ClassGet, "a", 1, inf)}},
+		// 3:2:1 would give t1 50: capped at 30, the 70 left go 2:1.
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 30, k("t2", ClassGet, "a"): 140.0 / 3, k("t3", ClassGet, "a"): 70.0 / 3},
+	}, {
 		name: "PSFA: no false allocation to a small demand",
 		alg:  PSFA{},
 		p: Problem{Capacity: map[string]float64{"a": 100}, SLOs: SLOMap{"t1": {Weight: 3}}, Demands: []Demand{

@@ -48,7 +48,8 @@ func TestBandwidthController(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got[k], w)
 		}
 	}
-	// A change under 5% keeps the published rate.
+	// A change under the 3% threshold (t3 wants 2.5% more) keeps the
+	// published rate.
 	f.Add(report("a", 80e6,
 		FlowStatus{Tenant: "t1", Class: ClassGet, Streams: 2, Served: 40e6, Waited: 0.9},
 		FlowStatus{Tenant: "t2", Class: ClassGet, Streams: 2, Served: 30e6, Waited: 0.9},
