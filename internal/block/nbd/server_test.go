@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -33,8 +35,13 @@ func (d *memDevice) ReadAt(_ context.Context, p []byte, off int64) error {
 }
 
 func (d *memDevice) WriteAt(_ context.Context, p []byte, off int64, fua bool) error {
-	if off == 13 {
-		return &Errno{Code: ENOSPC, Err: errors.New("full")}
+	switch off {
+	case 13:
+		return &Errno{Code: EPERM, Err: errors.New("read-only here")}
+	case 17:
+		return fmt.Errorf("pwrite: %w", syscall.ENOSPC) // a full pool
+	case 19:
+		return errors.New("disk on fire")
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -318,9 +325,16 @@ func TestTransmission(t *testing.T) {
 	}{
 		{cmdRead, 0, 1 << 20, 1, nil, EINVAL},
 		{cmdWrite, 0, 1<<20 - 1, 2, []byte{1, 2}, ENOSPC},
-		{cmdWrite, 0, 13, 1, []byte{1}, ENOSPC}, // the device's own errno
+		{cmdWrite, 0, 13, 1, []byte{1}, EPERM}, // the device's own errno
+		{cmdWrite, cmdFlagFUA, 17, 1, []byte{1}, ENOSPC},
+		{cmdWrite, 0, 19, 1, []byte{1}, EIO},
 		{cmdRead, 0, 0, MaxPayload + 1, nil, EOVERFLOW},
-		{cmdRead, cmdFlagFUA, 0, 1, nil, EINVAL},
+		// FUA is accepted on every command (old qemu sets it on FLUSH);
+		// other flags only where the protocol defines them.
+		{cmdRead, cmdFlagFUA, 0, 1, nil, 0},
+		{cmdFlush, cmdFlagFUA, 0, 0, nil, 0},
+		{cmdRead, cmdFlagNoHole, 0, 1, nil, EINVAL},
+		{cmdWrite, 1 << 2, 0, 1, []byte{1}, EINVAL}, // DF: structured replies only
 		{cmdFlush, 0, 5, 0, nil, EINVAL},
 		{42, 0, 0, 0, nil, EINVAL},
 		{cmdTrim, 0, 1<<20 - 10, 20, nil, EINVAL},
@@ -328,6 +342,9 @@ func TestTransmission(t *testing.T) {
 		c.request(tc.typ, tc.flags, 9, tc.off, tc.n, tc.payload)
 		if e, h := c.simple(); e != tc.want || h != 9 {
 			t.Errorf("request %d flags %d %d+%d: errno %d, want %d", tc.typ, tc.flags, tc.off, tc.n, e, tc.want)
+		}
+		if tc.want == 0 && tc.typ == cmdRead {
+			c.read(int(tc.n))
 		}
 	}
 	c.request(cmdWriteZeroes, cmdFlagNoHole, 4, 4096, 100, nil)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 )
 
 // request is a parsed request header.
@@ -43,13 +44,15 @@ func parseRequest(h []byte) (request, error) {
 
 // check validates a request against the export; 0 means valid.
 func (r request) check(size int64) uint32 {
-	allowed := uint16(0)
+	// FUA is valid on every command once SEND_FUA is advertised: the
+	// protocol says the server MUST accept it even where nothing is
+	// written (old qemu sets it on FLUSH). It is honoured where data is
+	// written and ignored elsewhere (a FLUSH is durable anyway).
+	allowed := uint16(cmdFlagFUA)
 	switch r.typ {
-	case cmdRead, cmdFlush, cmdDisc:
-	case cmdWrite, cmdTrim:
-		allowed = cmdFlagFUA
+	case cmdRead, cmdFlush, cmdDisc, cmdWrite, cmdTrim:
 	case cmdWriteZeroes:
-		allowed = cmdFlagFUA | cmdFlagNoHole
+		allowed |= cmdFlagNoHole
 	default:
 		return EINVAL
 	}
@@ -170,16 +173,33 @@ func (c *conn) serve(ctx context.Context, dev Device, r request, payload []byte,
 		err = dev.WriteZeroes(ctx, off, n, fua)
 	}
 	if err != nil {
-		code := uint32(EIO)
-		var en *Errno
-		if errors.As(err, &en) {
-			code = en.Code
-		}
+		code := errnoOf(ctx, err)
 		c.s.log.Warn("nbd request failed", "type", r.typ, "offset", off, "length", n, "errno", code, "err", err)
 		replyTo(r.handle, code, nil)
 		return
 	}
 	replyTo(r.handle, 0, nil)
+}
+
+// errnoOf chooses a failed request's error code: the device's own
+// (Errno), ENOSPC for a full pool, EPERM for a read-only or forbidden
+// one, ESHUTDOWN when the request was cancelled because the server is
+// stopping, otherwise EIO.
+func errnoOf(ctx context.Context, err error) uint32 {
+	var en *Errno
+	switch {
+	case errors.As(err, &en):
+		return en.Code
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EFBIG):
+		return ENOSPC
+	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
+		return EPERM
+	case errors.Is(err, syscall.ENOMEM):
+		return ENOMEM
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return ESHUTDOWN
+	}
+	return EIO
 }
 
 // replyQueue sends replies in completion order. Whoever finds no writer
