@@ -118,6 +118,28 @@ func TestContextClasses(t *testing.T) {
 	if flows["ctx1/batch"].Requests != 1 || flows["ctx1/fg"].Requests != 1 {
 		t.Fatalf("rules did not classify: %+v", flows)
 	}
+	// The other matchers: metadata (name=value, on the x-amz-meta-* of a
+	// PUT) and the User-Agent (the SDK's app id is part of it); a header's
+	// class still wins over every rule.
+	if _, err := s.ctl(t, "context", "rules", "set", "ctx1",
+		`{"default":"fg","rules":[{"meta":"job=etl","class":"etl"},{"user_agent":"app/facet-ua-rule","class":"agent"}]}`); err != nil {
+		t.Fatal(err)
+	}
+	put := func(cl *s3.Client, ctx context.Context, key string, md map[string]string) {
+		t.Helper()
+		if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("ctxb2"), Key: aws.String(key), Body: strings.NewReader("m"), Metadata: md}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(cl, ctxT(t), "meta-1", map[string]string{"job": "etl"})
+	put(cl, ctxT(t), "meta-2", map[string]string{"job": "other"}) // fg
+	uaCl := s.sdk(c, facetctx.Option, func(o *s3.Options) { o.AppID = "facet-ua-rule" })
+	getAll(t, uaCl, nil, "ctxb2", "logs/x")
+	put(uaCl, facetctx.With(ctxT(t), facetctx.Block{Class: "hdr"}), "ua-hdr", map[string]string{"job": "etl"})
+	flows = contextFlows(t, s)
+	if flows["ctx1/etl"].Requests != 1 || flows["ctx1/agent"].Requests != 1 || flows["ctx1/hdr"].Requests != 1 || flows["ctx1/fg"].Requests != 2 {
+		t.Fatalf("metadata and user-agent rules did not classify: %+v", flows)
+	}
 	if _, err := s.ctl(t, "context", "rules", "set", "ctx1", `{"rules":[{"class":"x"}]}`); err == nil || !strings.Contains(err.Error(), "matches everything") {
 		t.Fatalf("invalid rules: %v", err)
 	}
