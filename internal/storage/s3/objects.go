@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -399,10 +400,14 @@ var errSidecarGone = errors.New("metadata sidecar gone")
 
 func (b *Backend) getObject(ctx context.Context, bucket, key, full, hdrRange string, rng *storage.Range) (io.ReadCloser, storage.ObjectInfo, error) {
 	// The body streams for as long as the caller reads, so b.timeout bounds
-	// only the wait for the response (all SDK retries included), through a
-	// cancel that is disarmed once the headers are in.
+	// the wait for the response (all SDK retries included) and then each
+	// read of the body (a backend that stops sending mid-body), never the
+	// whole GET nor the time the caller spends between reads (a slow
+	// client). One timer does both: it cancels the request when it fires.
 	gctx, cancel := context.WithCancel(ctx)
-	timer := time.AfterFunc(b.timeout, cancel)
+	body := &cancelOnClose{cancel: cancel, bufs: &b.copyBufs, limit: b.timeout}
+	timer := time.AfterFunc(b.timeout, body.expire)
+	body.idle = timer
 	out, err := b.raw.get(gctx, full, hdrRange)
 	if !timer.Stop() && err == nil {
 		out.Body.Close()
@@ -436,14 +441,41 @@ func (b *Backend) getObject(ctx context.Context, bucket, key, full, hdrRange str
 		return nil, storage.ObjectInfo{}, storage.ErrInvalidRange
 	}
 	info := storage.ObjectInfo{Bucket: bucket, Key: key, LastModified: aws.ToTime(out.LastModified), StoredSize: size, Meta: meta}
-	return &cancelOnClose{ReadCloser: out.Body, cancel: cancel, bufs: &b.copyBufs}, info, nil
+	body.ReadCloser = out.Body
+	return body, info, nil
 }
 
-// cancelOnClose releases a GET's context with its body.
+// cancelOnClose releases a GET's context with its body. With idle set, a
+// read of the body that gets nothing for limit cancels the request and
+// fails with storage.ErrUnavailable.
 type cancelOnClose struct {
 	io.ReadCloser
 	cancel context.CancelFunc
 	bufs   *sync.Pool // copyBuf-sized buffers
+	// idle, when not nil, is armed for limit during each Read; stalled
+	// records that it fired.
+	idle    *time.Timer
+	limit   time.Duration
+	stalled atomic.Bool
+}
+
+// expire is idle's action: the backend sent nothing for limit.
+func (c *cancelOnClose) expire() {
+	c.stalled.Store(true)
+	c.cancel()
+}
+
+func (c *cancelOnClose) Read(p []byte) (int, error) {
+	if c.idle == nil {
+		return c.ReadCloser.Read(p)
+	}
+	c.idle.Reset(c.limit)
+	n, err := c.ReadCloser.Read(p)
+	c.idle.Stop()
+	if err != nil && err != io.EOF && c.stalled.Load() {
+		err = fmt.Errorf("%w: the backend sent no data for %v: %w", storage.ErrUnavailable, c.limit, err)
+	}
+	return n, err
 }
 
 // copyBuf is the buffer a GET body is copied out with. io.Copy's 32 KiB
@@ -457,10 +489,18 @@ func (c *cancelOnClose) WriteTo(w io.Writer) (int64, error) {
 	defer c.bufs.Put(bp)
 	// Neither side's own fast path: the body has none, and w's ReadFrom
 	// (net/http's) would copy with 32 KiB again.
-	return io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{c.ReadCloser}, *bp)
+	return io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{readOnly{c}}, *bp)
 }
 
+// readOnly hides cancelOnClose's WriteTo from io.CopyBuffer.
+type readOnly struct{ c *cancelOnClose }
+
+func (r readOnly) Read(p []byte) (int, error) { return r.c.Read(p) }
+
 func (c *cancelOnClose) Close() error {
+	if c.idle != nil {
+		c.idle.Stop()
+	}
 	err := c.ReadCloser.Close()
 	c.cancel()
 	return err

@@ -208,6 +208,108 @@ func TestBackendStopsAnswering(t *testing.T) {
 	storagetest.WantErr(t, err, storage.ErrUnavailable)
 }
 
+// stallingTransport answers normally until stall is set; then a response's
+// body yields its first read and nothing more.
+type stallingTransport struct{ stall atomic.Bool }
+
+func (s *stallingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && s.stall.Load() {
+		resp.Body = &stallingBody{ReadCloser: resp.Body, ctx: r.Context()}
+	}
+	return resp, err
+}
+
+type stallingBody struct {
+	io.ReadCloser
+	ctx   context.Context
+	first bool
+}
+
+func (b *stallingBody) Read(p []byte) (int, error) {
+	if !b.first {
+		b.first = true
+		return b.ReadCloser.Read(p)
+	}
+	<-b.ctx.Done()
+	return 0, b.ctx.Err()
+}
+
+// TestGetBodyStalls: a backend that stops sending in the middle of a GET's
+// body fails the read with ErrUnavailable after the call timeout instead of
+// holding the client's GET forever; a reader that is merely slow between
+// reads is not cut off.
+func TestGetBodyStalls(t *testing.T) {
+	srv := s3test.Start(t)
+	tr := &stallingTransport{}
+	b, err := Open(context.Background(), srv.URL("st"), Options{Timeout: 300 * time.Millisecond, HTTPClient: &http.Client{Transport: tr}, NoSweep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	ctx := context.Background()
+	if err := b.CreateBucket(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	body := storagetest.Pattern(1 << 20)
+	storagetest.Put(t, b, "b", "k", body, storage.ObjectMeta{})
+
+	// Slow between reads, longer than the timeout: still whole.
+	rc, _, err := b.GetObject(ctx, "b", "k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := rc.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("a slow reader's GET failed: %v", err)
+		}
+		time.Sleep(400 * time.Millisecond)
+	}
+	rc.Close()
+	if !bytes.Equal(got, body) {
+		t.Fatalf("a slow reader got %d bytes, not the %d written", len(got), len(body))
+	}
+
+	tr.stall.Store(true)
+	rc, _, err = b.GetObject(ctx, "b", "k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	_, err = io.Copy(io.Discard, rc)
+	storagetest.WantErr(t, err, storage.ErrUnavailable)
+}
+
+// TestCredentialsFromEnv: a backend URL without user info takes its keys
+// from FACET_BACKEND_ACCESS_KEY / FACET_BACKEND_SECRET_KEY; keys in the URL
+// beat the environment.
+func TestCredentialsFromEnv(t *testing.T) {
+	srv := s3test.Start(t)
+	bare := fmt.Sprintf("s3://%s/%s/env?tls=false", srv.Addr, srv.Bucket)
+	t.Setenv("FACET_BACKEND_ACCESS_KEY", srv.Access)
+	t.Setenv("FACET_BACKEND_SECRET_KEY", srv.Secret)
+	b := open(t, bare)
+	if err := b.CreateBucket(context.Background(), "b"); err != nil {
+		t.Fatalf("CreateBucket with keys from the environment: %v", err)
+	}
+	storagetest.Put(t, b, "b", "k", []byte("v"), storage.ObjectMeta{})
+	open(t, srv.URL("env")) // the URL's keys, right, beat the environment's
+
+	t.Setenv("FACET_BACKEND_SECRET_KEY", "wrong")
+	if _, err := Open(context.Background(), bare, Options{NoSweep: true}); err == nil {
+		t.Fatal("a wrong secret from the environment was accepted")
+	}
+	t.Setenv("FACET_BACKEND_ACCESS_KEY", "wrong")
+	open(t, srv.URL("env"))
+}
+
 // TestSmallNonLastParts: parts that filters shrank below S3's 5 MiB minimum
 // (compressed parts), mixed with big ones, complete into one object that
 // reads back byte for byte, whole and by range; nothing of the upload is
