@@ -38,7 +38,7 @@ func TestLocality(t *testing.T) {
 		t.Fatal(err)
 	}
 	loc := fakeLocator{"dir/a b": {Kind: "fs", StoredSize: 5, FS: &sysdev.Placement{Path: "/d/x", Mount: sysdev.Mount{Point: "/"}}}}
-	f.h = New(Config{Store: f.store, Token: token, Locality: loc, Node: "n1", Nodes: LocalNode("n1", nil)})
+	f.h = New(Config{Store: f.store, Token: token, Locality: loc, Node: "n1", Nodes: LocalNode("n1", nil, nil)})
 
 	r := f.do(t, http.MethodGet, "/v1/locality/b1/dir/a%20b?tenant=t1", "")
 	var got Locality
@@ -85,7 +85,7 @@ func TestLocalitySchemas(t *testing.T) {
 	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []any{Locality{}, Node{}, NodeList{}, sysdev.Placement{}, sysdev.Mount{}, sysdev.Device{}, storage.RemoteLocation{}, storage.IOStatus{},
+	for _, v := range []any{Locality{}, Node{}, NodeCache{}, NodeList{}, sysdev.Placement{}, sysdev.Mount{}, sysdev.Device{}, storage.RemoteLocation{}, storage.IOStatus{},
 		flowctx.Rules{}, flowctx.Rule{}, ContextFlows{}, flowctx.FlowStats{}, VolumeLocality{}, VolumeMember{}} {
 		typ := reflect.TypeOf(v)
 		var fields, props []string

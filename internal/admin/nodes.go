@@ -28,9 +28,37 @@ type Node struct {
 	// type and scheduler, whether Facet's data is on them or not.
 	Disks []sysdev.Device `json:"disks"`
 	Note  string          `json:"note,omitempty"`
+	// Cache is the node's object cache; absent on a node without one.
+	Cache *NodeCache `json:"cache,omitempty"`
 	// Reported is when another node of the fleet last described itself
 	// on the bus (its QoS reports); absent for the node answering.
 	Reported *time.Time `json:"reported,omitempty"`
+}
+
+// NodeCache is a node's object cache (the caching filter's store on its
+// local fast disk): what it holds, and its counters since the node
+// started. The same figures are in /metrics as facet_cache_*.
+type NodeCache struct {
+	Entries int    `json:"entries"`
+	Bytes   int64  `json:"bytes"`
+	Hits    uint64 `json:"hits"`
+	Misses  uint64 `json:"misses"`
+	// HitRatio is hits over lookups since start (0 before any).
+	HitRatio      float64 `json:"hit_ratio"`
+	ServedBytes   uint64  `json:"served_bytes"`
+	Admissions    uint64  `json:"admissions"`
+	Evictions     uint64  `json:"evictions"`
+	Stale         uint64  `json:"stale"`
+	Invalidations uint64  `json:"invalidations"`
+	// BusConnected says whether invalidations from other gateways reach
+	// this one (a stale entry is never served either way: every hit is
+	// checked against the object's ETag).
+	BusConnected bool `json:"bus_connected"`
+}
+
+// CacheReporter reports a node's object cache.
+type CacheReporter interface {
+	CacheStatus() NodeCache
 }
 
 // NodeList is the body of GET /nodes.
@@ -50,12 +78,16 @@ type localDevices interface {
 }
 
 // LocalNode is the NodeSource of a single gateway named name over
-// backend: its devices when backend has local ones.
-func LocalNode(name string, backend any) NodeSource { return localNode{name: name, backend: backend} }
+// backend: its devices when backend has local ones, and its object cache
+// when cache is not nil.
+func LocalNode(name string, backend any, cache CacheReporter) NodeSource {
+	return localNode{name: name, backend: backend, cache: cache}
+}
 
 type localNode struct {
 	name    string
 	backend any
+	cache   CacheReporter
 }
 
 func (n localNode) Nodes(ctx context.Context) ([]Node, error) {
@@ -74,6 +106,10 @@ func (n localNode) Nodes(ctx context.Context) ([]Node, error) {
 			return nil, err
 		}
 		out.Backend, out.IO, out.Devices, out.Note = "fs", &st, devs, ""
+	}
+	if n.cache != nil {
+		c := n.cache.CacheStatus()
+		out.Cache = &c
 	}
 	return []Node{out}, nil
 }

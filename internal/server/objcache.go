@@ -78,6 +78,20 @@ func (st *requestFilterStores) close(logger *slog.Logger) {
 	}
 }
 
+// nodeCache reports the object cache in GET /v1/nodes (and so in the
+// node's description to the fleet and on the dashboard).
+type nodeCache struct{ c *cache.Store }
+
+func (n nodeCache) CacheStatus() admin.NodeCache {
+	st := n.c.Stats()
+	out := admin.NodeCache{Entries: st.Entries, Bytes: st.Bytes, Hits: st.Hits, Misses: st.Misses, ServedBytes: st.BytesServed,
+		Admissions: st.Admitted, Evictions: st.Evictions, Stale: st.Stale, Invalidations: st.Invalidations, BusConnected: st.BusConnected}
+	if n := st.Hits + st.Misses; n > 0 {
+		out.HitRatio = float64(st.Hits) / float64(n)
+	}
+	return out
+}
+
 // trashQoS admits the recycle bin's work into the background class.
 type trashQoS struct{ l *qos.Limiter }
 

@@ -181,8 +181,6 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("qos: %w", err)
 	}
 	go qr.cleanup(ctx, backend, store, logger)
-	self := admin.LocalNode(opts.Node, backend)
-	qr.describe(self)
 	cr, err := startContext(ctx, opts.Context, store, policies, qr.s3(), logger)
 	if err != nil {
 		return fmt.Errorf("request classes: %w", err)
@@ -203,10 +201,13 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	}
 	defer reqStores.close(logger)
 	var objCache s3api.ObjectCache
+	var cacheStatus admin.CacheReporter
 	if reqStores.cache != nil {
-		objCache = reqStores.cache
+		objCache, cacheStatus = reqStores.cache, nodeCache{reqStores.cache}
 		prom.Registry().MustRegister(reqStores.cache.Collectors()...)
 	}
+	self := admin.LocalNode(opts.Node, backend, cacheStatus)
+	qr.describe(self)
 	s3 := s3api.New(s3api.Config{
 		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
 		Domains: opts.Domains, Region: opts.Region, QoS: front,

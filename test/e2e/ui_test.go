@@ -323,7 +323,7 @@ func TestDashboardInChromium(t *testing.T) {
 	for _, p := range []struct{ hash, ready, name string }{
 		{"#/slos", `svg[data-plot="slo-acme"]`, "slos"},
 		{"#/controllers", `tr[data-controller]`, "controllers"},
-		{"#/nodes", `section[data-page="nodes"] h1`, "nodes"},
+		{"#/nodes", `tr[data-cache-node]`, "nodes"},
 		{"#/volumes", `section[data-page="volumes"] h1`, "volumes"},
 	} {
 		page(p.hash, p.ready)

@@ -440,9 +440,9 @@ async function controllers(root) {
 async function nodes(root) {
   root.append(title('Nodes and devices'));
   const caps = await capabilities();
-  const osBox = h('div'), flowBox = h('div'), devBox = h('div'), liveBox = h('div');
+  const osBox = h('div'), flowBox = h('div'), devBox = h('div'), liveBox = h('div'), cacheBox = h('div');
   root.append(card('Bandwidth asked and served, active streams (osinfo)', osBox), card('Flows per node (tenant × class)', flowBox),
-    card('Devices', devBox), card('Workload per node (live)', liveBox));
+    card('Object cache (caching filter)', cacheBox), card('Devices', devBox), card('Workload per node (live)', liveBox));
   const bwRate = v => (typeof v === 'number' ? fmtRate(v) : '–');
   const stopBw = has(caps, '/bw') ? every(2000, async () => {
     try {
@@ -474,6 +474,24 @@ async function nodes(root) {
         genericTable(n.devices || [], 'Devices'))));
     } catch (e) { clear(devBox, failure('Nodes', e)); }
   } else clear(devBox, notAvailable('Node and device list (/v1/nodes)'));
+  // The object cache of each node, as GET /v1/nodes reports it (counters
+  // since the node started; the same as facet_cache_* in /metrics).
+  const stopCache = has(caps, '/nodes') ? every(2000, async () => {
+    try {
+      const ns = ((await api('GET', '/v1/nodes')).nodes || []).filter(n => n.cache);
+      clear(cacheBox, table(['Node', { label: 'Objects', num: true }, { label: 'Held', num: true }, { label: 'Hit ratio', num: true },
+        { label: 'Hits', num: true }, { label: 'Misses', num: true }, { label: 'Served from cache', num: true }, { label: 'Evictions', num: true },
+        { label: 'Invalidated', num: true }, { label: 'Stale', num: true }, 'Bus'],
+      ns.map(n => { const c = n.cache; return h('tr', { 'data-cache-node': n.name },
+        h('td', {}, n.name), h('td', { class: 'num' }, String(c.entries)), h('td', { class: 'num' }, fmtBytes(c.bytes)),
+        h('td', { class: 'num', 'data-hit-ratio': String(c.hit_ratio) }, (c.hits + c.misses) ? fmtNum(100 * c.hit_ratio) + ' %' : '–'),
+        h('td', { class: 'num' }, String(c.hits)), h('td', { class: 'num' }, String(c.misses)), h('td', { class: 'num' }, fmtBytes(c.served_bytes)),
+        h('td', { class: 'num' }, String(c.evictions)), h('td', { class: 'num' }, String(c.invalidations)), h('td', { class: 'num' }, String(c.stale)),
+        h('td', {}, h('span', { class: 'badge ' + (c.bus_connected ? 'reporting' : 'silent') }, c.bus_connected ? 'connected' : 'unreachable'))); }),
+      { label: 'Object cache per node', empty: 'No node has an object cache (--cache-dir).' }),
+      h('p', { class: 'muted small' }, 'Counters since each node started. Every hit is checked against the object\'s ETag; the bus only frees dead entries early.'));
+    } catch (e) { clear(cacheBox, failure('Object cache', e)); }
+  }) : (clear(cacheBox, notAvailable('Object cache (/v1/nodes)')), () => {});
   const stopLive = live.subscribe(st => {
     const seen = live.nodesSeen(), now = live.now();
     clear(liveBox, table(['Node', 'State', { label: 'GET MB/s', num: true }, { label: 'PUT MB/s', num: true }, { label: 'GET ops/s', num: true }, { label: 'PUT ops/s', num: true }],
@@ -482,7 +500,7 @@ async function nodes(root) {
         h('td', { class: 'num' }, fmtNum(s.v[0] / MB, 2)), h('td', { class: 'num' }, fmtNum(s.v[1] / MB, 2)),
         h('td', { class: 'num' }, fmtNum(s.v[2])), h('td', { class: 'num' }, fmtNum(s.v[3])))), { label: 'Nodes', empty: 'No node has reported in the last 5 minutes.' }));
   });
-  return () => { stopBw(); stopLive(); };
+  return () => { stopBw(); stopCache(); stopLive(); };
 }
 
 // genericTable renders a list of objects as a table, for views whose
