@@ -196,8 +196,14 @@ func TestPurge(t *testing.T) {
 		t.Fatalf("purged %d before expiry: %v", n, err)
 	}
 	f.now = f.now.Add(2 * time.Hour)
+	before := f.bg.ops["t1"]
 	if n, err := f.s.PurgeExpired(ctx); err != nil || n != 1 {
 		t.Fatalf("purged %d, want 1: %v", n, err)
+	}
+	// The purge is the tenant's background work: one admitted operation
+	// per object purged, ended.
+	if f.bg.ops["t1"] != before+1 || f.bg.open != 0 {
+		t.Fatalf("background class after the purge: %d ops (was %d), %d open", f.bg.ops["t1"], before, f.bg.open)
 	}
 	items, _ := f.s.List(ctx, "t1")
 	if len(items) != 2 {
