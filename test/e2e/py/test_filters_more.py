@@ -119,6 +119,13 @@ def test_caching_coherent_across_gateways(pair):
     # admitted: the cache is in use, not bypassed.
     assert hits >= rounds // 2, f"only {hits} hits: the cache was not serving"
     assert stale_or_dropped >= rounds // 2
+    # The same counters in GET /v1/nodes (what the dashboard's Nodes page
+    # shows), for this node and, through the fleet's reports, for B.
+    status, nodes = a.admin("GET", "/nodes")
+    caches = {n["name"]: n.get("cache") for n in nodes["nodes"]}
+    mine = [c for c in caches.values() if c and c["hits"] >= after["hits"]]
+    assert status == 200 and mine, caches
+    assert 0 < mine[0]["hit_ratio"] <= 1 and mine[0]["served_bytes"] > 0 and "evictions" in mine[0]
     # Ranges come from the cache too.
     s3a.get_object(Bucket=bucket, Key="obj")["Body"].read()
     _wait(lambda: s3a.get_object(Bucket=bucket, Key="obj", Range="bytes=0-0")["Body"].read() == body[:1]
