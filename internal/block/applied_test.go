@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/facet-sds/facet/internal/block/nbd"
+	"github.com/facet-sds/facet/internal/meta"
 )
 
 // A dynamic nop that comes and goes while clients write and read through
@@ -69,5 +70,77 @@ func TestRestackUnderIO(t *testing.T) {
 	}
 	if rec, _ := store.GetVolume(ctx, "av"); len(rec.Stack) != 1 || rec.Stack[0].Filter != "xor" {
 		t.Fatalf("recorded %+v", rec.Stack)
+	}
+}
+
+// A volume resized while a connection uses it is opened anew for the next
+// connection; both opens write the same files, so partial blocks written
+// through xor from both (read-modify-write) must not overwrite each
+// other, and a throttle set afterwards reaches both.
+func TestResizeUnderConnection(t *testing.T) {
+	pols := &tablePolicies{}
+	pols.set(t, "FOR VOLUME av DO SET xor WITH key=0x55")
+	m, _ := testManager(t, Config{Policies: pols})
+	ctx := t.Context()
+	local := nbd.Peer{Loopback: true}
+	d1, _, err := m.Open(ctx, "av", local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d1.Close()
+	if _, err := m.ResizeVolume(ctx, "av", 2<<20); err != nil {
+		t.Fatal(err)
+	}
+	d2, info, err := m.Open(ctx, "av", local)
+	if err != nil || info.Size != 2<<20 {
+		t.Fatalf("open after resize: %v %+v", err, info)
+	}
+	defer d2.Close()
+	v1, v2 := d1.(*device).v, d2.(*device).v
+	if v1 == v2 {
+		t.Fatal("the resized volume was not opened anew")
+	}
+	// Each 4 KiB block gets 64-byte pieces from both connections at once:
+	// even pieces through the old open, odd ones through the new.
+	const piece, blocks = 64, 16
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for w, d := range []nbd.Device{d1, d2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range blocks {
+				for i := w; i < 4096/piece; i += 2 {
+					off := int64(b*4096 + i*piece)
+					if err := d.WriteAt(ctx, bytes.Repeat([]byte{byte(i + 1)}, piece), off, false); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got := make([]byte, blocks*4096)
+	if err := d2.ReadAt(ctx, got, 0); err != nil {
+		t.Fatal(err)
+	}
+	for b := range blocks {
+		for i := range 4096 / piece {
+			off := b*4096 + i*piece
+			if !bytes.Equal(got[off:off+piece], bytes.Repeat([]byte{byte(i + 1)}, piece)) {
+				t.Fatalf("block %d piece %d lost: %x", b, i, got[off:off+4])
+			}
+		}
+	}
+	if _, err := m.SetThrottle(ctx, "av", meta.Throttle{WriteIOPS: 1234}); err != nil {
+		t.Fatal(err)
+	}
+	if l1, l2 := v1.writeOps.limit(), v2.writeOps.limit(); l1 != 1234 || l2 != 1234 {
+		t.Fatalf("write_iops throttle after resize: old open %v, new open %v", l1, l2)
 	}
 }

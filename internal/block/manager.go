@@ -347,10 +347,18 @@ func (m *Manager) open1(ctx context.Context, name string, peer nbd.Peer) (nbd.De
 	}
 	v := m.open[name]
 	if v == nil || v.rec.ID != rec.ID || v.rec.Size != rec.Size {
-		var err error
-		if v, err = m.openVolume(ctx, rec); err != nil {
+		nv, err := m.openVolume(ctx, rec)
+		if err != nil {
 			return nil, nbd.ExportInfo{}, err
 		}
+		if v != nil && v.rec.ID == rec.ID {
+			// Resized under its connections: the old open and the new
+			// write the same files, so they take the same lock for
+			// partial blocks and draw on the same throttles.
+			nv.rmw = v.rmw
+			nv.readBW, nv.writeBW, nv.readOps, nv.writeOps = v.readBW, v.writeBW, v.readOps, v.writeOps
+		}
+		v = nv
 		m.open[name] = v
 	}
 	v.refs++
@@ -371,7 +379,7 @@ func (m *Manager) openVolume(ctx context.Context, rec meta.Volume) (*volume, err
 		st0 = &volumeStats{}
 		m.stats[rec.Name] = st0
 	}
-	v := &volume{rec: rec, flows: map[*gate]*flow{}, stats: st0,
+	v := &volume{rec: rec, flows: map[*gate]*flow{}, stats: st0, rmw: &sync.Mutex{},
 		readBW: newBucket(0, 0, m.cfg.ThrottleWindow), writeBW: newBucket(0, 0, m.cfg.ThrottleWindow),
 		readOps: newBucket(0, 0, m.cfg.ThrottleWindow), writeOps: newBucket(0, 0, m.cfg.ThrottleWindow)}
 	usage := ""

@@ -25,8 +25,11 @@ type volume struct {
 	readBW, writeBW, readOps, writeOps *bucket
 
 	// rmw serialises read-modify-write of partial blocks when the stack
-	// transforms whole blocks (encryption).
-	rmw sync.Mutex
+	// transforms whole blocks (encryption). A volume reopened at a new
+	// size while connections still use the old open shares it (and the
+	// throttles) with that open: both write the same files, and
+	// CAN_MULTI_CONN promises their connections one consistent device.
+	rmw *sync.Mutex
 
 	refs int // guarded by the manager's lock
 
