@@ -34,7 +34,7 @@ func newControllerCommand() *cobra.Command {
 	f.DurationVar(&opts.MetricsPeriod, "metrics-period", time.Second, "workload-metric period (the gateways' --metrics-period)")
 	f.StringVar(&opts.ID, "id", "", "this instance's name in the lease (default: host name and a random suffix)")
 	f.DurationVar(&opts.LeaseTTL, "lease-ttl", 3*time.Second, "how long the controller lease lasts unrenewed (renewed every third of it)")
-	f.StringVar(&opts.AdminAddr, "admin-addr", "", "serve /healthz and GET /v1/controllers here; empty opens no port")
+	f.StringVar(&opts.AdminAddr, "admin-addr", "", "serve /healthz (the lease's state) and the admin API here (tenants, keys, groups, data keys, policies, metrics, controllers, nodes; what needs a gateway answers 501); empty opens no port")
 	f.StringVar(&opts.AdminToken, "admin-token", "", "bearer token for GET /v1/controllers; prefer FACET_ADMIN_TOKEN")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	qosFlags(f, &opts.QoS, false)

@@ -25,7 +25,12 @@ import (
 // bus, runs the dynamic policies' controllers and records their decisions
 // as policy states in the shared store; the gateways pick those up through
 // their change-version poll. A lease in the store keeps one instance
-// active; the others wait as standbys.
+// active; the others wait as standbys. With --admin-addr every instance,
+// standby included, also serves the admin API over the shared store:
+// tenants, keys, groups, data keys, policies (validate, apply, explain),
+// workload metrics, controllers and nodes. What needs an object store or
+// a gateway's own runtime (usage, trash, WASM module registration, SLOs,
+// request classes) answers 501 there: ask a gateway.
 
 // ControllerLease is the name of the automation controllers' lease.
 const ControllerLease = "automation-controllers"
@@ -47,7 +52,8 @@ type ControllerOptions struct {
 	// LeaseTTL is how long a lease lasts without renewal; 0 means three
 	// seconds. It is renewed every third of it.
 	LeaseTTL time.Duration
-	// AdminAddr, when set, serves /healthz and GET /v1/controllers.
+	// AdminAddr, when set, serves /healthz (the lease's state), GET
+	// /v1/controllers (with it) and the admin API.
 	AdminAddr  string
 	AdminToken string
 	// QoS configures the bandwidth controller (qos.go).
@@ -110,7 +116,12 @@ func RunController(ctx context.Context, opts ControllerOptions, logger *slog.Log
 		if err != nil {
 			return fmt.Errorf("listen admin: %w", err)
 		}
-		adminSrv = &http.Server{Handler: role.handler(opts.AdminToken), ReadHeaderTimeout: 10 * time.Second,
+		// Changes made here reach the gateways as changes made through
+		// a gateway do: announced on the bus, the version poll behind.
+		api := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, fleet: fleet, log: logger},
+			Token: opts.AdminToken, Logger: logger, Policies: policies, Controllers: role, Workload: work.source(),
+			Node: opts.ID, Nodes: role.nodes})
+		adminSrv = &http.Server{Handler: role.handler(opts.AdminToken, api), ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 		go func() { errc <- serve(adminSrv, ln) }()
 		if opts.Ready != nil {
@@ -259,8 +270,20 @@ func (r *controllerRole) status(ctx context.Context, list bool) (controllerRoleS
 	return st, nil
 }
 
-// handler serves /healthz (open) and GET /v1/controllers (admin token).
-func (r *controllerRole) handler(token string) http.Handler {
+// Controllers lists the controllers this instance runs: none on a standby.
+func (r *controllerRole) Controllers(ctx context.Context) ([]admin.ControllerStatus, error) {
+	r.mu.Lock()
+	src := r.controllers
+	r.mu.Unlock()
+	if src == nil {
+		return []admin.ControllerStatus{}, nil
+	}
+	return src.Controllers(ctx)
+}
+
+// handler serves /healthz (open) and GET /v1/controllers (admin token)
+// with the lease's state, and everything else through api.
+func (r *controllerRole) handler(token string, api http.Handler) http.Handler {
 	var want *[sha256.Size]byte
 	if token != "" {
 		sum := sha256.Sum256([]byte(token))
@@ -297,5 +320,6 @@ func (r *controllerRole) handler(token string) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(admin.NodeList{Nodes: ns})
 	})
+	mux.Handle("/", api)
 	return mux
 }

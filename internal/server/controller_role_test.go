@@ -3,14 +3,27 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/control"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/meta/redistest"
 )
 
 // Two controller roles on one store: one holds the lease and runs the
@@ -74,4 +87,111 @@ func TestControllerRoleLeaseFailover(t *testing.T) {
 	if h, err := store.LeaseHolder(t.Context(), ControllerLease); err != nil || h != "b" {
 		t.Fatalf("stored holder %q, %v; want b", h, err)
 	}
+}
+
+// TestControllerRoleAdminAPI: `facet controller` serves the admin API over
+// the fleet's shared store. A tenant and a policy created through it work
+// on a gateway of the same fleet (the policy table version the gateway
+// exposes moves past the change); its lease view stays on /v1/controllers;
+// what needs a gateway's own runtime answers 501, and the token is
+// required.
+func TestControllerRoleAdminAPI(t *testing.T) {
+	rds := redistest.Start(t)
+	srv, err := bus.StartServer(bus.ServerOptions{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	t.Setenv("FACET_MASTER_KEY", base64.StdEncoding.EncodeToString(masterKeyForTest(t)))
+	gw := startTestGateway(t, Options{MetaURL: rds.URL(0, ""), BusURL: srv.URL(), Node: "gw", NoControllers: true})
+
+	ctx, cancel := context.WithCancel(t.Context())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- RunController(ctx, ControllerOptions{DataDir: t.TempDir(), MetaURL: rds.URL(0, ""), BusURL: srv.URL(), ID: "c1",
+			AdminAddr: "127.0.0.1:0", AdminToken: "ctok", Ready: func(a string) { ready <- a }}, slog.New(slog.DiscardHandler))
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("controller did not start: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	})
+	ctl := &testGateway{t: t, admin: "http://" + addr}
+	call := func(token, method, path, body string) (int, []byte) {
+		req, _ := http.NewRequest(method, ctl.admin+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+
+	if code, _ := call("tok", http.MethodGet, "/v1/tenants", ""); code != http.StatusUnauthorized {
+		t.Fatalf("the gateway's token on the controller: %d, want 401", code)
+	}
+	code, body := call("ctok", http.MethodPost, "/v1/tenants", `{"name":"viactl"}`)
+	var key map[string]string
+	if err := json.Unmarshal(body, &key); err != nil || code != http.StatusCreated {
+		t.Fatalf("create tenant on the controller: %d %s", code, body)
+	}
+	cl := s3.New(s3.Options{BaseEndpoint: gw.client.Options().BaseEndpoint, Region: "us-east-1", UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(key["access_key"], key["secret_key"], "")})
+	if _, err := cl.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("viactl")}); err != nil {
+		t.Fatalf("the tenant created on the controller cannot use the gateway: %v", err)
+	}
+
+	before := gw.policyVersion()
+	code, body = call("ctok", http.MethodPost, "/v1/policies", "FOR TENANT viactl DO SET compression")
+	var applied admin.PolicyApplied
+	if err := json.Unmarshal(body, &applied); err != nil || code/100 != 2 || len(applied.Policies) != 1 {
+		t.Fatalf("apply a policy on the controller: %d %s", code, body)
+	}
+	for deadline := time.Now().Add(30 * time.Second); gw.policyVersion() <= before; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway's policy table is still at version %v", before)
+		}
+	}
+	if code, body := gw.do(http.MethodGet, "/v1/policies/"+applied.Policies[0].ID, ""); code != http.StatusOK {
+		t.Fatalf("the gateway does not list the policy: %d %s", code, body)
+	}
+
+	code, body = call("ctok", http.MethodGet, "/v1/controllers", "")
+	var st controllerRoleStatus
+	if err := json.Unmarshal(body, &st); err != nil || code != http.StatusOK || st.ID != "c1" || st.Role != "controller" {
+		t.Fatalf("GET /v1/controllers: %d %s", code, body)
+	}
+	if code, body := call("ctok", http.MethodGet, "/v1/tenants/viactl/usage", ""); code != http.StatusNotImplemented {
+		t.Fatalf("usage (needs the object store) on the controller: %d %s, want 501", code, body)
+	}
+}
+
+// policyVersion is the gateway's facet_policy_table_version in /metrics.
+func (g *testGateway) policyVersion() float64 {
+	g.t.Helper()
+	code, body := g.do(http.MethodGet, "/metrics", "")
+	if code != http.StatusOK {
+		g.t.Fatalf("GET /metrics: %d", code)
+	}
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(line, "facet_policy_table_version "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				g.t.Fatal(err)
+			}
+			return f
+		}
+	}
+	g.t.Fatal("facet_policy_table_version not in /metrics")
+	return 0
 }
