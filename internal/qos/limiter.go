@@ -322,12 +322,23 @@ func (s *Stream) Done() {
 }
 
 // WaitBytes pays for n bytes moved outside Reader/Writer (background
-// work, block I/O), waiting as the flow's rate requires.
+// work, block I/O), waiting as the flow's rate requires. It pays a chunk
+// at a time, as Reader and Writer do, so that the flow's reports show the
+// bytes served and the time waited as they accrue: one large payment
+// would show nothing until it ended, and the controller would see no
+// demand from a flow that is waiting.
 func (s *Stream) WaitBytes(ctx context.Context, n int64) error {
 	if s.f == nil {
 		return nil
 	}
-	return s.f.bytes.Pay(ctx, n)
+	for n > 0 {
+		k := min(n, int64(max(s.chunk, 1)))
+		if err := s.f.bytes.Pay(ctx, k); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
 }
 
 // Reader shapes r: each read is paid for before it is returned.

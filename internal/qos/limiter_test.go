@@ -239,3 +239,36 @@ func BenchmarkStream(b *testing.B) {
 		})
 	}
 }
+
+// A large WaitBytes (background work paying for what it frees) shows in
+// the flow's reports as it goes, bytes served and time waited, while it is
+// still waiting: the controller sees its demand.
+func TestWaitBytesReportsAsItGoes(t *testing.T) {
+	l := NewLimiter(LimiterConfig{Node: "n1", SLOs: SLOMap{"t1": {Background: 1e6}}})
+	st, err := l.Admit(context.Background(), "t1", ClassBackground)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.WaitBytes(ctx, 1<<30) }() // ~18 minutes at 1 MB/s
+	var served, waited float64
+	for served == 0 || waited == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("1 GiB paid at 1 MB/s returned early: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		for _, f := range l.Report().Flows {
+			if f.Tenant == "t1" && f.Class == ClassBackground {
+				served += f.Served
+				waited += f.Waited
+			}
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled WaitBytes: %v", err)
+	}
+}

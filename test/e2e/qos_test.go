@@ -214,3 +214,82 @@ func medianRates(counters []atomic.Int64, window int) []float64 {
 	}
 	return med
 }
+
+// Facet's own background work runs in the owner's background class, which
+// a policy caps (as Crystal capped replication): the multipart cleanup of
+// a 4 MiB upload under FOR ALL TENANTS ... background=1MB/s shows in /bw
+// as the tenant's background flow, held to the cap and waiting for
+// tokens, until the upload is gone.
+func TestBackgroundCappedByPolicy(t *testing.T) {
+	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(8),
+		[]string{"FACET_MULTIPART_EXPIRY=1s", "FACET_MULTIPART_SWEEP=500ms", "FACET_QOS_PERIOD=250ms"})
+	c := s.createTenant(t, "bgcap")
+	cl := s.sdk(c)
+	mkBucket(t, cl, "bgcap-b")
+	s.policyAdd(t, "FOR ALL TENANTS DO SET bandwidth WITH background=1MB/s")
+	out, err := s.ctl(t, "slo", "get", "bgcap", "-o", "json")
+	if err != nil || !strings.Contains(string(out), `"source":"policy"`) || !strings.Contains(string(out), `"background":1000000`) {
+		t.Fatalf("the policy's SLO: %v %s", err, out)
+	}
+	up, err := cl.CreateMultipartUpload(ctxT(t), &s3.CreateMultipartUploadInput{Bucket: aws.String("bgcap-b"), Key: aws.String("left")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := bytes.Repeat([]byte("unfinished"), 4<<20/10)
+	if _, err := cl.UploadPart(ctxT(t), &s3.UploadPartInput{Bucket: aws.String("bgcap-b"), Key: aws.String("left"), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: bytes.NewReader(part)}); err != nil {
+		t.Fatal(err)
+	}
+
+	type flow struct {
+		Tenant string  `json:"tenant"`
+		Class  string  `json:"class"`
+		Asked  float64 `json:"asked"`
+		Source string  `json:"source"`
+		Waited float64 `json:"waited_seconds"`
+	}
+	var seen []flow
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var bw struct {
+			Nodes []struct {
+				Flows []flow `json:"flows"`
+			} `json:"nodes"`
+		}
+		out, err := s.ctl(t, "bw", "-o", "json")
+		if err != nil || json.Unmarshal(out, &bw) != nil {
+			t.Fatalf("ctl bw: %v %s", err, out)
+		}
+		for _, n := range bw.Nodes {
+			for _, f := range n.Flows {
+				if f.Tenant == "bgcap" && f.Class == "background" {
+					seen = append(seen, f)
+				}
+			}
+		}
+		ups, err := cl.ListMultipartUploads(ctxT(t), &s3.ListMultipartUploadsInput{Bucket: aws.String("bgcap-b")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ups.Uploads) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the expired upload was never cleaned up; background flows seen %+v", seen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(seen) == 0 {
+		t.Fatal("the cleanup never showed as the tenant's background flow")
+	}
+	waited := false
+	for _, f := range seen {
+		if f.Asked <= 0 || f.Asked > 1e6 {
+			t.Fatalf("background flow at %v B/s (%s), want at most the policy's 1 MB/s", f.Asked, f.Source)
+		}
+		waited = waited || f.Waited > 0
+	}
+	if !waited {
+		t.Fatalf("the capped cleanup never waited for tokens: %+v", seen)
+	}
+}
