@@ -74,9 +74,10 @@ func TestRestackUnderIO(t *testing.T) {
 }
 
 // A volume resized while a connection uses it is opened anew for the next
-// connection; both opens write the same files, so partial blocks written
-// through xor from both (read-modify-write) must not overwrite each
-// other, and a throttle set afterwards reaches both.
+// connection; both opens write the same files, so they go through the
+// same stack (even when the policies changed it meanwhile), partial
+// blocks written through xor from both (read-modify-write) must not
+// overwrite each other, and a throttle set afterwards reaches both.
 func TestResizeUnderConnection(t *testing.T) {
 	pols := &tablePolicies{}
 	pols.set(t, "FOR VOLUME av DO SET xor WITH key=0x55")
@@ -88,6 +89,15 @@ func TestResizeUnderConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d1.Close()
+	if err := d1.WriteAt(ctx, bytes.Repeat([]byte{7}, 8192), 1<<20-8192, false); err != nil {
+		t.Fatal(err)
+	}
+	// The key changes while d1 is connected: the volume keeps its stack
+	// until no connection uses it, the resized open included.
+	pols.set(t, "FOR VOLUME av DO SET xor WITH key=0x66")
+	if err := m.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := m.ResizeVolume(ctx, "av", 2<<20); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +109,10 @@ func TestResizeUnderConnection(t *testing.T) {
 	v1, v2 := d1.(*device).v, d2.(*device).v
 	if v1 == v2 {
 		t.Fatal("the resized volume was not opened anew")
+	}
+	old := make([]byte, 8192)
+	if err := d2.ReadAt(ctx, old, 1<<20-8192); err != nil || !bytes.Equal(old, bytes.Repeat([]byte{7}, 8192)) {
+		t.Fatalf("data written before the resize, read through the new open: %v %x", err, old[:4])
 	}
 	// Each 4 KiB block gets 64-byte pieces from both connections at once:
 	// even pieces through the old open, odd ones through the new.

@@ -354,9 +354,13 @@ func (m *Manager) open1(ctx context.Context, name string, peer nbd.Peer) (nbd.De
 		if v != nil && v.rec.ID == rec.ID {
 			// Resized under its connections: the old open and the new
 			// write the same files, so they take the same lock for
-			// partial blocks and draw on the same throttles.
+			// partial blocks, draw on the same throttles and go
+			// through the same stack (a changed stack waits until no
+			// connection uses the volume, as for any open volume).
 			nv.rmw = v.rmw
 			nv.readBW, nv.writeBW, nv.readOps, nv.writeOps = v.readBW, v.writeBW, v.readOps, v.writeOps
+			nv.stack.Store(v.stack.Load())
+			nv.steps, nv.warned = v.steps, v.warned
 		}
 		v = nv
 		m.open[name] = v
