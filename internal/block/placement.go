@@ -125,7 +125,7 @@ func (f free) shortfall(d demand) string {
 		why = append(why, fmt.Sprintf("needs %s of capacity, %s free of %s", human(d.cap), human(max(f.cap, 0)), human(f.pool.Capacity)))
 	}
 	if d.bw > f.bw {
-		why = append(why, fmt.Sprintf("needs %s/s sequential, %s/s unreserved of %s/s", human(d.bw), human(max(f.bw, 0)), human(f.pool.SeqBW)))
+		why = append(why, fmt.Sprintf("needs %s sequential, %s unreserved of %s", mbps(d.bw), mbps(max(f.bw, 0)), mbps(f.pool.SeqBW)))
 	}
 	if d.iops > f.iops {
 		why = append(why, fmt.Sprintf("needs %d IOPS, %d unreserved of %d", d.iops, max(f.iops, 0), f.pool.RandIOPS))
@@ -202,8 +202,15 @@ func Place(pools []meta.Pool, others []meta.Volume, v meta.Volume) ([]meta.Exten
 				n++
 			}
 		}
-		why = append(why, fmt.Sprintf("striped over all %d matching pools each member needs %s, %s/s, %d IOPS and only %d can take it",
-			len(cands), human(dn.cap), human(dn.bw), dn.iops, n))
+		need := human(dn.cap)
+		switch {
+		case dn.bw > 0:
+			need += " and " + mbps(dn.bw)
+		case dn.iops > 0:
+			need += fmt.Sprintf(" and %d IOPS", dn.iops)
+		}
+		why = append(why, fmt.Sprintf("striped over all %d matching pools, each member needs %s, and only %d can take it",
+			len(cands), need, n))
 	}
 	if len(pools) == 0 {
 		why = append(why, "there are no pools")
@@ -214,7 +221,7 @@ func Place(pools []meta.Pool, others []meta.Volume, v meta.Volume) ([]meta.Exten
 func demandText(v meta.Volume) string {
 	switch {
 	case v.SeqBW > 0:
-		return ", " + human(v.SeqBW) + "/s"
+		return ", " + mbps(v.SeqBW)
 	case v.IOPS > 0:
 		return fmt.Sprintf(", %d IOPS", v.IOPS)
 	}
@@ -248,6 +255,10 @@ func Resize(pools []meta.Pool, others []meta.Volume, v meta.Volume) ([]meta.Exte
 	}
 	return out, nil
 }
+
+// mbps writes a bandwidth in the decimal MB/s pools and volumes declare
+// it in (--seq-bw 200MB/s is 200e6 bytes/s).
+func mbps(n int64) string { return fmt.Sprintf("%.1f MB/s", float64(n)/1e6) }
 
 func human(n int64) string {
 	const unit = 1024

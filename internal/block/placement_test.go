@@ -28,8 +28,12 @@ func TestPlacementTable(t *testing.T) {
 		{meta.Volume{Name: "s1", Size: 100 * gib, Class: ClassSequential, SeqBW: 150e6}, "hdd-a", ""},
 		// Best fit: hdd-a is fuller after it, so it takes it (maximise use).
 		{meta.Volume{Name: "s2", Size: 10 * gib, Class: ClassSequential, SeqBW: 40e6}, "hdd-a", ""},
-		// No single pool has 300 MB/s left: striped over two, 150 each.
-		{meta.Volume{Name: "s3", Size: 10 * gib, Class: ClassSequential, SeqBW: 300e6}, "", "needs"},
+		// No pool has 300 MB/s, and a stripe over both would need 150 on
+		// hdd-a, which has 10 left: refused, with each pool's shortfall.
+		{meta.Volume{Name: "s3", Size: 10 * gib, Class: ClassSequential, SeqBW: 300e6}, "",
+			"pool hdd-a needs 300.0 MB/s sequential, 10.0 MB/s unreserved of 200.0 MB/s; " +
+				"pool hdd-b needs 300.0 MB/s sequential, 200.0 MB/s unreserved of 200.0 MB/s; " +
+				"striped over all 2 matching pools, each member needs 5.0 GiB and 150.0 MB/s, and only 1 can take it"},
 		{meta.Volume{Name: "s4", Size: 10 * gib, Class: ClassSequential, SeqBW: 190e6}, "hdd-b", ""},
 		// Random volumes go on random pools, by IOPS.
 		{meta.Volume{Name: "r1", Size: 50 * gib, Class: ClassRandom, IOPS: 40000}, "ssd", ""},
