@@ -38,15 +38,11 @@ func openBacking(v meta.Volume, pools map[string]meta.Pool, gates func(pool stri
 			b.close()
 			return nil, fmt.Errorf("volume %s: pool %s: %w", v.Name, e.Pool, meta.ErrPoolNotFound)
 		}
-		flags := os.O_RDWR
-		if create {
-			flags |= os.O_CREATE
-		}
 		if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 			b.close()
 			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 		}
-		f, err := os.OpenFile(memberPath(p.Dir, v, i), flags, 0o600)
+		f, err := openMember(memberPath(p.Dir, v, i), create)
 		if err != nil {
 			b.close()
 			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
@@ -59,6 +55,37 @@ func openBacking(v meta.Volume, pools map[string]meta.Pool, gates func(pool stri
 		}
 	}
 	return b, nil
+}
+
+// openMember opens a member file, creating it when create is set. A new
+// file's directory entry is made durable at once: FLUSH fsyncs the file,
+// which does not cover the entry, and data acknowledged after a FLUSH must
+// not vanish with a file that a power cut unlinks.
+func openMember(path string, create bool) (*os.File, error) {
+	if !create {
+		return os.OpenFile(path, os.O_RDWR, 0o600)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return os.OpenFile(path, os.O_RDWR, 0o600)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sync pool directory: %w", err)
+	}
+	return f, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func (b *backing) close() error {
