@@ -115,19 +115,32 @@ func TestCluster(t *testing.T) {
 		dcl := gw2.sdk(dcr)
 		dbucket := "dyn-" + randHex(4)
 		mkBucket(t, dcl, dbucket)
-		active := c.activeController()
-		if active == nil {
-			t.Fatal("no controller holds the lease")
+		// The dynamic policy exists before the kill: the holder runs its
+		// controller, and the one that takes over must run it on.
+		pid := gw1.policyAdd(t, "FOR TENANT "+dyn+" WHEN put_ops > 3 DO SET compression TRANSIENT")[0].ID
+		runs := func(cp *controllerProc) bool {
+			st, err := cp.status()
+			return err == nil && slices.ContainsFunc(st.Controllers, func(c struct {
+				ID string `json:"id"`
+			}) bool {
+				return c.ID == "automation/"+pid
+			})
 		}
-		active.kill9()
-		var next *controllerProc
-		eventually(t, 30*time.Second, "a standby controller takes the lease", func() error {
-			if next = c.activeController(); next == nil {
-				return errors.New("no holder")
+		var active *controllerProc
+		eventually(t, 30*time.Second, "the lease holder runs the dynamic policy's controller", func() error {
+			if active = c.activeController(); active == nil || !runs(active) {
+				return errors.New("not yet")
 			}
 			return nil
 		})
-		pid := gw1.policyAdd(t, "FOR TENANT "+dyn+" WHEN put_ops > 3 DO SET compression TRANSIENT")[0].ID
+		active.kill9()
+		var next *controllerProc
+		eventually(t, 30*time.Second, "a standby controller takes the lease", func() error {
+			if next = c.activeController(); next == nil || next == active {
+				return errors.New("no new holder")
+			}
+			return nil
+		})
 		body := func(n int) []byte { return logText(fmt.Sprintf("d%d", n), 64<<10) }
 		n := 0
 		eventually(t, 60*time.Second, "the dynamic policy compresses new objects through gateway 2", func() error {
@@ -142,12 +155,8 @@ func TestCluster(t *testing.T) {
 			}
 			return nil
 		})
-		st, _ := next.status()
-		if !slices.ContainsFunc(st.Controllers, func(c struct {
-			ID string `json:"id"`
-		}) bool {
-			return c.ID == "automation/"+pid
-		}) {
+		if !runs(next) {
+			st, _ := next.status()
 			t.Errorf("the new lease holder does not run the dynamic policy's controller (automation/%s): %+v", pid, st)
 		}
 	})
