@@ -71,8 +71,10 @@ type BWNode struct {
 	Stage string `json:"stage"`
 	// Device is what the node's bytes go through (its stage: the
 	// gateway's shaping point); Capacity in bytes/s, 0 when estimated.
-	Device   string    `json:"device"`
-	Capacity float64   `json:"capacity"`
+	Device   string  `json:"device"`
+	Capacity float64 `json:"capacity"`
+	// Asked is the sum of the flows' rates in force, 0 when one of them
+	// is unlimited.
 	Asked    float64   `json:"asked"`
 	Served   float64   `json:"served"`
 	Streams  int       `json:"streams"`

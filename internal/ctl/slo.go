@@ -136,7 +136,11 @@ func (o *options) bwCommand() *cobra.Command {
 			if osinfo {
 				for _, n := range v.Nodes {
 					if node == "" || n.Node == node {
-						rows = append(rows, []string{n.Node, n.Device, mbps(n.Capacity), mbps(n.Asked), mbps(n.Served), strconv.Itoa(n.Streams), orDash(n.Assigner)})
+						asked := mbps(n.Asked)
+						if n.Asked == 0 && n.Streams > 0 {
+							asked = "unlimited"
+						}
+						rows = append(rows, []string{n.Node, n.Device, mbps(n.Capacity), asked, mbps(n.Served), strconv.Itoa(n.Streams), orDash(n.Assigner)})
 					}
 				}
 				return p.print(v, []string{"NODE", "DEVICE", "CAPACITY", "ASKED", "SERVED", "STREAMS", "ASSIGNER"}, rows)

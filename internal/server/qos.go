@@ -403,12 +403,19 @@ func bandwidthView(f *qos.Fleet, algo string) admin.BWView {
 	}
 	for _, rep := range f.Nodes() {
 		n := admin.BWNode{Node: rep.Node, Stage: rep.Stage, Device: rep.Stage, Capacity: rep.Capacity, Assigner: rep.Assigner, Updated: rep.Time, Flows: []admin.BWFlow{}}
+		unlimited := false
 		for _, fl := range rep.Flows {
 			n.Asked += fl.Rate
+			unlimited = unlimited || fl.Rate == 0
 			n.Served += fl.Served
 			n.Streams += fl.Active
 			n.Flows = append(n.Flows, admin.BWFlow{Tenant: fl.Tenant, Class: string(fl.Class), Asked: fl.Rate, Source: fl.Source,
 				Served: fl.Served, Streams: fl.Streams, Active: fl.Active, Waited: fl.Waited, Ops: fl.Ops, Rejected: fl.Rejected})
+		}
+		if unlimited {
+			// A sum leaving an unlimited flow out would understate what
+			// the node lets through.
+			n.Asked = 0
 		}
 		v.Nodes = append(v.Nodes, n)
 	}

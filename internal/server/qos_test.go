@@ -182,3 +182,33 @@ func TestQoSThroughTheFrontEnd(t *testing.T) {
 		t.Fatal("8 HEADs at once under ops=4/s were all admitted")
 	}
 }
+
+// The /bw views per node (osinfo): capacity, the flows' rates summed
+// (0 once a flow is unlimited: a sum leaving it out would understate what
+// the node lets through), served and active streams.
+func TestBandwidthViewPerNode(t *testing.T) {
+	f := qos.NewFleet(time.Minute)
+	f.Add(qos.NodeReport{V: qos.ReportVersion, Node: "gw-a", Stage: qos.StageGateway, Capacity: 80e6, Time: time.Now(), Assigner: "c1", Flows: []qos.FlowStatus{
+		{Tenant: "t1", Class: qos.ClassGet, Rate: 30e6, Source: qos.SourceAssigned, Streams: 2, Active: 2, Served: 29e6},
+		{Tenant: "t2", Class: qos.ClassPut, Rate: 50e6, Source: qos.SourceAssigned, Streams: 1, Active: 1, Served: 40e6},
+	}})
+	f.Add(qos.NodeReport{V: qos.ReportVersion, Node: "gw-b", Stage: qos.StageGateway, Time: time.Now(), Flows: []qos.FlowStatus{
+		{Tenant: "t1", Class: qos.ClassGet, Rate: 10e6, Source: qos.SourceStatic, Streams: 3, Active: 1, Served: 9e6},
+		{Tenant: "t3", Class: qos.ClassGet, Rate: 0, Source: qos.SourceNone, Streams: 1, Active: 1, Served: 70e6},
+	}})
+	v := bandwidthView(f, "")
+	if v.Algorithm != "crystal" || len(v.Nodes) != 2 {
+		t.Fatalf("%+v", v)
+	}
+	byNode := map[string]admin.BWNode{}
+	for _, n := range v.Nodes {
+		byNode[n.Node] = n
+	}
+	a, b := byNode["gw-a"], byNode["gw-b"]
+	if a.Capacity != 80e6 || a.Asked != 80e6 || a.Served != 69e6 || a.Streams != 3 || a.Assigner != "c1" || a.Device != qos.StageGateway || len(a.Flows) != 2 {
+		t.Fatalf("gw-a: %+v", a)
+	}
+	if b.Capacity != 0 || b.Asked != 0 || b.Served != 79e6 || b.Streams != 2 || len(b.Flows) != 2 {
+		t.Fatalf("gw-b (one flow unlimited): %+v", b)
+	}
+}

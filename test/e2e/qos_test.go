@@ -120,6 +120,29 @@ func TestQoSBandwidthShares(t *testing.T) {
 			t.Errorf("node %s is not under the controller's assignment: %s", n.Node, out)
 		}
 	}
+	// osinfo: one line per node, the capacity, the assigned rates summed
+	// (never past the capacity), what was served, active streams.
+	var oi struct {
+		Nodes []struct {
+			Node     string            `json:"node"`
+			Capacity float64           `json:"capacity"`
+			Asked    float64           `json:"asked"`
+			Served   float64           `json:"served"`
+			Flows    []json.RawMessage `json:"flows"`
+		} `json:"nodes"`
+	}
+	out, err = c.gw[0].ctl(t, "bw", "--osinfo", "-o", "json")
+	if err != nil || json.Unmarshal(out, &oi) != nil || len(oi.Nodes) != 2 {
+		t.Fatalf("ctl bw --osinfo: %v %s", err, out)
+	}
+	for _, n := range oi.Nodes {
+		if n.Capacity != 20e6 || n.Asked <= 0 || n.Asked > 20e6*1.001 || n.Served <= 0 || len(n.Flows) != 0 {
+			t.Errorf("osinfo of %s: %s", n.Node, out)
+		}
+	}
+	if out, err := c.gw[0].ctl(t, "bw", "--osinfo"); err != nil || !strings.Contains(string(out), "20.00MB/s") || !strings.Contains(string(out), oi.Nodes[1].Node) {
+		t.Errorf("ctl bw --osinfo (table): %v\n%s", err, out)
+	}
 
 	// An SLO change mid-run takes effect: qc reserves 15 MB/s, the
 	// reservations now fill the capacity.
