@@ -1,14 +1,17 @@
 package block
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/facet-sds/facet/internal/block/nbd"
+	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/metrics"
 )
@@ -100,5 +103,77 @@ func TestVolumeMetricsPublished(t *testing.T) {
 	}
 	if _, ok := rb.Values["volume:idle"]; ok {
 		t.Fatal("an idle volume has a value")
+	}
+}
+
+// TestVolumeKeysPerVolume: the encryption filter's key is derived from
+// the master key for each volume: two volumes holding the same data store
+// different bytes, a volume reopened reads its data back, and a manager
+// with another master key cannot.
+func TestVolumeKeysPerVolume(t *testing.T) {
+	master := make([]byte, keys.MasterKeySize)
+	rand.Read(master)
+	kp, err := keys.New(master, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := &tablePolicies{}
+	pols.set(t, "FOR ALL VOLUMES DO SET encryption")
+	m, store := testManager(t, Config{Policies: pols, Keys: kp})
+	ctx := t.Context()
+	if _, err := m.CreateVolume(ctx, meta.Volume{Name: "bv", Tenant: "acme", Size: 1 << 20, Class: ClassBestEffort}); err != nil {
+		t.Fatal(err)
+	}
+	plain := bytes.Repeat([]byte{0x5a}, 8192)
+	stored := map[string][]byte{}
+	for _, name := range []string{"av", "bv"} {
+		d, _, err := m.Open(ctx, name, nbd.Peer{Loopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.WriteAt(ctx, bytes.Clone(plain), 4096, true); err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		rec, _ := store.GetVolume(ctx, name)
+		f, err := os.ReadFile(memberPath(m.pools["p"].Dir, rec, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored[name] = f[4096 : 4096+8192]
+		if bytes.Equal(stored[name], plain) {
+			t.Fatalf("%s stored in clear", name)
+		}
+	}
+	if bytes.Equal(stored["av"], stored["bv"]) {
+		t.Fatal("two volumes share a key")
+	}
+	read := func(m *Manager) []byte {
+		t.Helper()
+		d, _, err := m.Open(ctx, "av", nbd.Peer{Loopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		got := make([]byte, len(plain))
+		if err := d.ReadAt(ctx, got, 4096); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if !bytes.Equal(read(m), plain) {
+		t.Fatal("av reopened does not read its data back")
+	}
+	rand.Read(master)
+	other, err := keys.New(master, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := New(Config{Store: store, Policies: pols, Keys: other})
+	if err := m2.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(read(m2), plain) {
+		t.Fatal("another master key decrypts av")
 	}
 }
