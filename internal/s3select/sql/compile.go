@@ -229,6 +229,13 @@ func hasAggregate(n Node) bool {
 		}
 	case *Is:
 		return hasAggregate(n.X)
+	case *Case:
+		for i := range n.Whens {
+			if hasAggregate(n.Whens[i]) || hasAggregate(n.Thens[i]) {
+				return true
+			}
+		}
+		return n.Else != nil && hasAggregate(n.Else)
 	}
 	return false
 }
@@ -281,6 +288,8 @@ func (c *compiler) expr(n Node) (evalFn, error) {
 		}, nil
 	case *Binary:
 		return c.binary(n)
+	case *Case:
+		return c.caseExpr(n)
 	case *Like:
 		return c.like(n)
 	case *Between:
@@ -526,6 +535,40 @@ func cmpInt(a, b int64) int {
 		return 1
 	}
 	return 0
+}
+
+// caseExpr compiles CASE: the value of the first THEN whose condition is
+// TRUE (NULL and MISSING conditions are not), else ELSE's, else NULL.
+func (c *compiler) caseExpr(n *Case) (evalFn, error) {
+	whens, thens := make([]evalFn, len(n.Whens)), make([]evalFn, len(n.Thens))
+	for i := range n.Whens {
+		var err error
+		if whens[i], err = c.expr(n.Whens[i]); err != nil {
+			return nil, err
+		}
+		if thens[i], err = c.expr(n.Thens[i]); err != nil {
+			return nil, err
+		}
+	}
+	els := func(Row) (Value, error) { return nullValue, nil }
+	if n.Else != nil {
+		var err error
+		if els, err = c.expr(n.Else); err != nil {
+			return nil, err
+		}
+	}
+	return func(r Row) (Value, error) {
+		for i, w := range whens {
+			v, err := w(r)
+			if err != nil {
+				return v, err
+			}
+			if v.K == Bool && v.I != 0 {
+				return thens[i](r)
+			}
+		}
+		return els(r)
+	}, nil
 }
 
 func (c *compiler) binary(n *Binary) (evalFn, error) {

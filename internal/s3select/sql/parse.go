@@ -81,6 +81,14 @@ type (
 		X    Node
 		Type string
 	}
+	// Case is CASE WHEN cond THEN x ... [ELSE y] END. A simple CASE
+	// (CASE v WHEN w THEN x ...) is parsed into conditions v = w.
+	Case struct {
+		P     pos
+		Whens []Node
+		Thens []Node
+		Else  Node // nil: NULL
+	}
 )
 
 func (n *Lit) position() pos     { return n.P }
@@ -93,6 +101,7 @@ func (n *In) position() pos      { return n.P }
 func (n *Is) position() pos      { return n.P }
 func (n *Call) position() pos    { return n.P }
 func (n *Cast) position() pos    { return n.P }
+func (n *Case) position() pos    { return n.P }
 
 // Projection is one item of the select list.
 type Projection struct {
@@ -166,6 +175,7 @@ var reserved = map[string]bool{
 	"SELECT": true, "FROM": true, "WHERE": true, "LIMIT": true, "AND": true, "OR": true, "NOT": true,
 	"AS": true, "LIKE": true, "ESCAPE": true, "BETWEEN": true, "IN": true, "IS": true, "NULL": true,
 	"MISSING": true, "TRUE": true, "FALSE": true, "CAST": true,
+	"CASE": true, "WHEN": true, "THEN": true, "ELSE": true, "END": true,
 }
 
 // Parse parses an S3 Select query.
@@ -524,6 +534,8 @@ func (p *parser) primary() (Node, error) {
 		return &Lit{P: t.pos, V: missingValue}, nil
 	case "CAST":
 		return p.cast(t)
+	case "CASE":
+		return p.caseExpr(t)
 	}
 	if reserved[up] {
 		return nil, p.unexpected(t)
@@ -566,6 +578,50 @@ func (p *parser) cast(t token) (Node, error) {
 		return nil, err
 	}
 	return &Cast{P: t.pos, X: x, Type: strings.ToUpper(ty.text)}, nil
+}
+
+// caseExpr parses the rest of a CASE expression.
+func (p *parser) caseExpr(t token) (Node, error) {
+	c := &Case{P: t.pos}
+	var subject Node
+	if !p.peek().keyword("WHEN") {
+		x, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		subject = x
+	}
+	for p.acceptKW("WHEN") {
+		w, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		if subject != nil {
+			w = &Binary{P: w.position(), Op: "=", X: subject, Y: w}
+		}
+		if err := p.expectKW("THEN"); err != nil {
+			return nil, err
+		}
+		x, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		c.Whens, c.Thens = append(c.Whens, w), append(c.Thens, x)
+	}
+	if len(c.Whens) == 0 {
+		return nil, p.expectKW("WHEN")
+	}
+	if p.acceptKW("ELSE") {
+		x, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		c.Else = x
+	}
+	if err := p.expectKW("END"); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // dateParts are the keywords EXTRACT, DATE_ADD and DATE_DIFF take.

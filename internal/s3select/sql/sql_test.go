@@ -97,6 +97,12 @@ func TestExpressions(t *testing.T) {
 		"s.a = '7'":                                                                  "true",
 		"s.s < 'Z'":                                                                  "true",
 		"1e3 + .5":                                                                   "1000.5",
+		"CASE WHEN s.a > 5 THEN 'big' ELSE 'small' END":                              `"big"`,
+		"CASE WHEN s.a > 9 THEN 'big' WHEN s.b < 3 THEN 'mid' END":                   `"mid"`,
+		"CASE WHEN s.a > 9 THEN 'big' END":                                           "null",
+		"CASE WHEN s.n > 1 THEN 1 ELSE 2 END":                                        "2",
+		"CASE s.s WHEN 'x' THEN 1 WHEN 'Hello' THEN 2 ELSE 3 END":                    "2",
+		"CASE s.a WHEN '7' THEN s.a * 2 END + 1":                                     "15",
 	}
 	for expr, want := range cases {
 		if got := eval(t, expr, r); got != want {
@@ -143,6 +149,8 @@ func TestParseErrors(t *testing.T) {
 		"SELECT a FROM S3Object WHERE a IS 3":       "ParseExpectedKeyword",
 		"SELECT s.a[x] FROM S3Object s":             "ParseInvalidPathComponent",
 		"SELECT * FROM S3Object extra tokens":       "ParseUnexpectedToken",
+		"SELECT CASE a THEN 1 END FROM S3Object":    "ParseExpectedKeyword",
+		"SELECT CASE WHEN a THEN 1 FROM S3Object":   "ParseExpectedKeyword",
 	}
 	for q, code := range cases {
 		_, err := Compile(q, Schema{})
@@ -190,6 +198,7 @@ func FuzzParse(f *testing.F) {
 		"SELECT TRIM(LEADING 'a' FROM s.b), SUBSTRING(s.c FROM 1 FOR 2) FROM S3Object s",
 		"SELECT EXTRACT(YEAR FROM `2020T`), DATE_ADD(DAY, 1, UTCNOW()) FROM S3Object",
 		"SELECT s.a.b[0].\"c\" FROM S3Object s WHERE s.d IS NOT MISSING AND s.e NOT IN (1,'2')",
+		"SELECT CASE s.a WHEN 1 THEN 'x' ELSE CASE WHEN s.b > 2 THEN 'y' END END, SUM(CASE WHEN s.c THEN 1 ELSE 0 END) FROM S3Object s",
 	} {
 		f.Add(s)
 	}

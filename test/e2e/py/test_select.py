@@ -274,6 +274,12 @@ CSV_QUERIES = [
     ("SELECT id FROM S3Object WHERE age > 70 AND score < 500 OR city = 'lima' AND id < '50'",
      "SELECT id FROM c WHERE (CAST(age AS INT) > 70 AND CAST(score AS DOUBLE) < 500) OR (city = 'lima' AND id < '50')"),
     ("SELECT s.id FROM S3Object AS s WHERE s.\"city\" = 'oslo'", "SELECT id FROM c WHERE city = 'oslo'"),
+    ("SELECT id, CASE WHEN CAST(age AS INT) >= 65 THEN 'senior' WHEN CAST(age AS INT) < 30 THEN 'young' ELSE 'adult' END FROM S3Object",
+     "SELECT id, CASE WHEN CAST(age AS INT) >= 65 THEN 'senior' WHEN CAST(age AS INT) < 30 THEN 'young' ELSE 'adult' END FROM c"),
+    ("SELECT CASE city WHEN 'paris' THEN 1 WHEN 'oslo' THEN 2 END, city FROM S3Object",
+     "SELECT CASE city WHEN 'paris' THEN 1 WHEN 'oslo' THEN 2 END, city FROM c"),
+    ("SELECT SUM(CASE WHEN city = 'oslo' THEN 1 ELSE 0 END), COUNT(*) FROM S3Object",
+     "SELECT sum(CASE WHEN city = 'oslo' THEN 1 ELSE 0 END), count(*) FROM c"),
 ]
 
 
