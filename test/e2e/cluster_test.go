@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // A fleet (issue 9): redis-server, `facet bus`, versitygw as the object
@@ -79,6 +80,46 @@ func TestCluster(t *testing.T) {
 		for i, cl := range []*s3.Client{cl1, cl2} {
 			if got, _ := getBytes(t, cl, bucket, "doc.log"); !bytes.Equal(got, body) {
 				t.Fatalf("GET through gateway %d returned %d bytes, not what was written", i+1, len(got))
+			}
+		}
+	})
+
+	t.Run("a multipart upload spread over both gateways", func(t *testing.T) {
+		// Behind a load balancer the calls of one upload reach different
+		// gateways: the upload lives in the shared stores, not in one
+		// gateway. The parts compress below 5 MiB (the policy above).
+		key := "spread.log"
+		cu, err := cl1.CreateMultipartUpload(t.Context(), &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: &key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []byte
+		var done []types.CompletedPart
+		for i, size := range []int{5 << 20, 6 << 20, 100 << 10} {
+			part := logText(fmt.Sprintf("spread%d", i), size)
+			want = append(want, part...)
+			n := int32(i + 1)
+			up, err := []*s3.Client{cl2, cl1, cl2}[i].UploadPart(t.Context(), &s3.UploadPartInput{Bucket: &bucket, Key: &key,
+				UploadId: cu.UploadId, PartNumber: &n, Body: bytes.NewReader(part)})
+			if err != nil {
+				t.Fatalf("part %d: %v", n, err)
+			}
+			done = append(done, types.CompletedPart{PartNumber: &n, ETag: up.ETag})
+		}
+		lp, err := cl1.ListParts(t.Context(), &s3.ListPartsInput{Bucket: &bucket, Key: &key, UploadId: cu.UploadId})
+		if err != nil || len(lp.Parts) != 3 {
+			t.Fatalf("gateway 1 lists the parts uploaded through both: %+v, %v", lp, err)
+		}
+		if _, err := cl2.CompleteMultipartUpload(t.Context(), &s3.CompleteMultipartUploadInput{Bucket: &bucket, Key: &key,
+			UploadId: cu.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: done}}); err != nil {
+			t.Fatalf("complete through gateway 2: %v", err)
+		}
+		if stored := c.backendSize(t, bucket, key); stored >= int64(len(want))/2 {
+			t.Fatalf("the backend holds %d bytes of %d: not compressed", stored, len(want))
+		}
+		for i, cl := range []*s3.Client{cl1, cl2} {
+			if got, _ := getBytes(t, cl, bucket, key); !bytes.Equal(got, want) {
+				t.Fatalf("GET through gateway %d returned %d bytes, not the %d written", i+1, len(got), len(want))
 			}
 		}
 	})
