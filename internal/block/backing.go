@@ -114,21 +114,23 @@ func (b *backing) each(off, n int64, fn func(m int, moff int64, lo, hi int64) er
 	return nil
 }
 
-func (b *backing) readAt(ctx context.Context, cost costFn, p []byte, off int64) error {
-	return b.io(ctx, cost, p, off, (*os.File).ReadAt)
+func (b *backing) readAt(ctx context.Context, p []byte, off int64) error {
+	return b.io(ctx, p, off, (*os.File).ReadAt)
 }
 
-func (b *backing) writeAt(ctx context.Context, cost costFn, p []byte, off int64) error {
-	return b.io(ctx, cost, p, off, (*os.File).WriteAt)
+func (b *backing) writeAt(ctx context.Context, p []byte, off int64) error {
+	return b.io(ctx, p, off, (*os.File).WriteAt)
 }
 
-// io runs op on each member piece of p, each through its pool's queue.
-func (b *backing) io(ctx context.Context, cost costFn, p []byte, off int64, op func(*os.File, []byte, int64) (int, error)) error {
+// io runs op on each member piece of p, each through its pool's queue at
+// that pool's cost (a cold volume may be striped over pools of different
+// usage types).
+func (b *backing) io(ctx context.Context, p []byte, off int64, op func(*os.File, []byte, int64) (int, error)) error {
 	pos := 0
 	return b.each(off, int64(len(p)), func(m int, moff, _, take int64) error {
 		q := p[pos : pos+int(take)]
 		pos += int(take)
-		if err := b.gates[m].enter(ctx, cost(take)); err != nil {
+		if err := b.gates[m].enter(ctx, b.gates[m].cost(take)); err != nil {
 			return err
 		}
 		defer b.gates[m].leave()

@@ -386,11 +386,6 @@ func (m *Manager) openVolume(ctx context.Context, rec meta.Volume) (*volume, err
 	v := &volume{rec: rec, flows: map[*gate]*flow{}, stats: st0, rmw: &sync.Mutex{},
 		readBW: newBucket(0, 0, m.cfg.ThrottleWindow), writeBW: newBucket(0, 0, m.cfg.ThrottleWindow),
 		readOps: newBucket(0, 0, m.cfg.ThrottleWindow), writeOps: newBucket(0, 0, m.cfg.ThrottleWindow)}
-	usage := ""
-	if len(rec.Extents) > 0 {
-		usage = m.pools[rec.Extents[0].Pool].Usage
-	}
-	v.costFn = costOf(usage)
 	back, err := openBacking(rec, m.pools, func(pool string) flowGate {
 		g := m.gates[pool]
 		if g == nil {
@@ -402,7 +397,7 @@ func (m *Manager) openVolume(ctx context.Context, rec meta.Volume) (*volume, err
 			f = &flow{weight: weightOf(rec, m.pools[pool])}
 			v.flows[g] = f
 		}
-		return flowGate{g: g, f: f}
+		return flowGate{g: g, f: f, cost: costOf(m.pools[pool].Usage)}
 	}, true)
 	if err != nil {
 		return nil, err

@@ -17,7 +17,6 @@ type volume struct {
 	rec    meta.Volume
 	back   *backing
 	flows  map[*gate]*flow
-	costFn costFn
 	stack  atomic.Pointer[bfilter.Stack]
 	steps  []StackStep // what stack was built from; guarded by the manager's lock
 	warned bool        // a stack change waits for the volume's next open; guarded likewise
@@ -66,15 +65,12 @@ func costOf(usage string) costFn {
 }
 
 func (v *volume) readRaw(ctx context.Context, p []byte, off int64) error {
-	return v.back.readAt(ctx, v.cost, p, off)
+	return v.back.readAt(ctx, p, off)
 }
 
 func (v *volume) writeRaw(ctx context.Context, p []byte, off int64) error {
-	return v.back.writeAt(ctx, v.cost, p, off)
+	return v.back.writeAt(ctx, p, off)
 }
-
-// cost uses the first member's pool: a volume's members share a usage.
-func (v *volume) cost(n int64) float64 { return v.costFn(n) }
 
 // device is one connection's handle on a volume.
 type device struct {

@@ -24,9 +24,9 @@ func testVolume(t *testing.T, size int64, width int, stack ...string) *device {
 		rec.Extents = append(rec.Extents, meta.Extent{Pool: name, Capacity: share(rec, width).cap})
 	}
 	g := newGate(4)
-	v := &volume{rec: rec, flows: map[*gate]*flow{}, stats: &volumeStats{}, costFn: costOf(ClassRandom), rmw: &sync.Mutex{},
+	v := &volume{rec: rec, flows: map[*gate]*flow{}, stats: &volumeStats{}, rmw: &sync.Mutex{},
 		readBW: newBucket(0, 0, DefaultBurstWindow), writeBW: newBucket(0, 0, DefaultBurstWindow), readOps: newBucket(0, 0, DefaultBurstWindow), writeOps: newBucket(0, 0, DefaultBurstWindow)}
-	back, err := openBacking(rec, pools, func(string) flowGate { return flowGate{g: g, f: &flow{weight: 1}} }, true)
+	back, err := openBacking(rec, pools, func(string) flowGate { return flowGate{g: g, f: &flow{weight: 1}, cost: costOf(ClassRandom)} }, true)
 	if err != nil {
 		t.Fatal(err)
 	}

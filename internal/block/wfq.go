@@ -63,10 +63,12 @@ func (g *gate) tag(f *flow, c float64) float64 {
 	return fin
 }
 
-// flowGate binds a flow to a gate for one volume member.
+// flowGate binds a flow to a gate for one volume member, with the
+// gate's pool's unit of work.
 type flowGate struct {
-	g *gate
-	f *flow
+	g    *gate
+	f    *flow
+	cost costFn
 }
 
 func (fg flowGate) enter(ctx context.Context, cost float64) error { return fg.g.enter(ctx, fg.f, cost) }

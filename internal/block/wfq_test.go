@@ -6,6 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/facet-sds/facet/internal/block/nbd"
+	"github.com/facet-sds/facet/internal/meta"
 )
 
 // TestFairShareUnderOverload saturates a one-slot gate with three flows
@@ -114,6 +117,38 @@ func TestBucketStallKeepsTokens(t *testing.T) {
 		}
 		if lost := b.unused(); tc.want < 490 && (lost < 385 || lost > 395) {
 			t.Errorf("window %v: %.0f tokens reported unused, want 390", tc.window, lost)
+		}
+	}
+}
+
+// A cold volume may be striped over pools of different usage types; each
+// member's I/O is charged to its pool's queue in that pool's unit (bytes
+// on a sequential pool, 4 KiB operations on a random one), the unit its
+// weights are in.
+func TestStripeCostPerPool(t *testing.T) {
+	m, _ := testManager(t, Config{})
+	ctx := t.Context()
+	for _, p := range []meta.Pool{
+		{Name: "seq", Dir: t.TempDir(), Capacity: 1 << 30, SeqBW: 100e6, Usage: ClassSequential},
+		{Name: "rnd", Dir: t.TempDir(), Capacity: 1 << 30, RandIOPS: 1000, Usage: ClassRandom},
+	} {
+		if _, err := m.CreatePool(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := m.CreateVolume(ctx, meta.Volume{Name: "cv", Tenant: "acme", Size: 2 << 30, Class: ClassCold})
+	if err != nil || len(v.Extents) != 2 {
+		t.Fatalf("cold volume: %+v %v, want a stripe over seq and rnd", v.Extents, err)
+	}
+	d, _, err := m.Open(ctx, "cv", nbd.Peer{Loopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for i, e := range v.Extents {
+		want := map[string]float64{"seq": 1 << 20, "rnd": 256}[e.Pool]
+		if got := d.(*device).v.back.gates[i].cost(1 << 20); got != want {
+			t.Errorf("member on %s: 1 MiB costs %v, want %v", e.Pool, got, want)
 		}
 	}
 }
