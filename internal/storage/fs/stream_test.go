@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/facet-sds/facet/internal/storage"
+	"github.com/facet-sds/facet/internal/sysdev"
 )
 
 const testChunk = 4 << 10
@@ -329,3 +331,90 @@ func TestSetIOPrioSyscall(t *testing.T) {
 }
 
 func runtimeLockForever() { runtime.LockOSThread() }
+
+// The whole decision from /sys: the data directory's device (found through
+// mountinfo and /sys/dev/block, here fixture trees naming the real device
+// numbers of the test's directory) decides whether ioprio_set is called at
+// all. With BFQ active the reading thread is raised; with mq-deadline
+// (which ignores priorities) it is never called, and the status says why.
+func TestIOPrioFollowsTheDevicesScheduler(t *testing.T) {
+	dir := t.TempDir()
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	dev := uint64(st.Dev)
+	maj, mnr := uint32((dev>>8)&0xfff)|uint32((dev>>32)&^0xfff), uint32(dev&0xff)|uint32((dev>>12)&^0xff)
+	if maj == 0 {
+		t.Skipf("%s has no block device (anonymous device %d:%d)", dir, maj, mnr)
+	}
+	mm := fmt.Sprintf("%d:%d", maj, mnr)
+	for _, tc := range []struct {
+		scheduler string
+		want      bool
+		note      string
+	}{
+		{"mq-deadline kyber [bfq] none", true, "bfq"},
+		{"[mq-deadline] kyber bfq none", false, "ignores I/O priorities"},
+	} {
+		t.Run(tc.note, func(t *testing.T) {
+			root := t.TempDir()
+			write := func(p, s string) {
+				t.Helper()
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write(filepath.Join(root, "proc", "self", "mountinfo"), "27 1 "+mm+" / / rw,relatime - ext4 /dev/fakedisk rw\n")
+			disk := filepath.Join(root, "sys", "devices", "virtual", "block", "fakedisk")
+			write(filepath.Join(disk, "queue", "rotational"), "1\n")
+			write(filepath.Join(disk, "queue", "scheduler"), tc.scheduler+"\n")
+			write(filepath.Join(disk, "dev"), mm+"\n")
+			link := filepath.Join(root, "sys", "dev", "block", mm)
+			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(disk, link); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var calls []prioCall
+			s, err := Open(context.Background(), filepath.Join(dir, tc.note), Options{NoSync: true,
+				Devices: sysdev.Reader{Proc: filepath.Join(root, "proc"), Sys: filepath.Join(root, "sys")},
+				Streams: StreamOptions{Model: IOPerStream, ChunkSize: testChunk, ReadAhead: 2, SmallChunk: testChunk / 4, Priorities: Priorities{
+					Needed: func(context.Context) (string, float64, bool) { return "t1/etl", 1e18, true },
+					Set: func(tid, class, level int) error {
+						mu.Lock()
+						calls = append(calls, prioCall{tid, class, level})
+						mu.Unlock()
+						return nil
+					},
+					Window: time.Nanosecond,
+				}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.CreateBucket(context.Background(), "b"); err != nil {
+				t.Fatal(err)
+			}
+			putBytes(t, s, "b", "k", randomBytes(40*testChunk, 11))
+			getBytes(t, s, "b", "k", nil)
+			status := s.IOStatus()
+			if status.Priorities != tc.want || !strings.Contains(status.PrioritiesNote, tc.note) {
+				t.Fatalf("status %+v, want priorities %v and a note saying %q", status, tc.want, tc.note)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.want && (len(calls) == 0 || (ioprio{calls[0].class, calls[0].level}) != prioRaised) {
+				t.Fatalf("BFQ: calls %v, want the stream's thread raised", calls)
+			}
+			if !tc.want && len(calls) != 0 {
+				t.Fatalf("mq-deadline: ioprio_set called %v", calls)
+			}
+		})
+	}
+}
