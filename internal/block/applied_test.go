@@ -2,6 +2,7 @@ package block
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -156,5 +157,17 @@ func TestResizeUnderConnection(t *testing.T) {
 	}
 	if l1, l2 := v1.writeOps.limit(), v2.writeOps.limit(); l1 != 1234 || l2 != 1234 {
 		t.Fatalf("write_iops throttle after resize: old open %v, new open %v", l1, l2)
+	}
+	// The old open's connection still counts once the new one is gone.
+	d2.Close()
+	if st, _ := m.Volume(ctx, "av"); !st.Open {
+		t.Error("volume with a connection shown closed")
+	}
+	if err := m.DeleteVolume(ctx, "av"); !errors.Is(err, ErrVolumeBusy) {
+		t.Fatalf("delete under the old open's connection: %v", err)
+	}
+	d1.Close()
+	if err := m.DeleteVolume(ctx, "av"); err != nil {
+		t.Fatal(err)
 	}
 }

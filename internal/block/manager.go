@@ -83,6 +83,7 @@ type Manager struct {
 	pools   map[string]meta.Pool
 	vols    map[string]meta.Volume // known volumes, by name
 	open    map[string]*volume     // volumes with connections
+	conns   map[string]int         // connections per volume, those of opens replaced by a resize included
 	gates   map[string]*gate
 	version uint64
 	table   *policy.Table
@@ -108,7 +109,7 @@ func New(cfg Config) *Manager {
 		cfg.Filters = bfilter.NewRegistry(bfilter.Builtin()...)
 	}
 	return &Manager{cfg: cfg, log: cfg.Logger, pools: map[string]meta.Pool{}, vols: map[string]meta.Volume{},
-		open: map[string]*volume{}, gates: map[string]*gate{}, rates: map[string]Rates{}, stats: map[string]*volumeStats{}}
+		open: map[string]*volume{}, conns: map[string]int{}, gates: map[string]*gate{}, rates: map[string]Rates{}, stats: map[string]*volumeStats{}}
 }
 
 // Reload reads pools and volumes from the store and applies policies and
@@ -366,6 +367,7 @@ func (m *Manager) open1(ctx context.Context, name string, peer nbd.Peer) (nbd.De
 		m.open[name] = v
 	}
 	v.refs++
+	m.conns[name]++
 	var once sync.Once
 	d := &device{v: v, close: func() { once.Do(func() { m.release(v) }) }}
 	return d, info(v.rec), nil
@@ -435,6 +437,9 @@ func (m *Manager) release(v *volume) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v.refs--
+	if m.conns[v.rec.Name]--; m.conns[v.rec.Name] <= 0 {
+		delete(m.conns, v.rec.Name)
+	}
 	if v.refs > 0 {
 		return
 	}
@@ -561,7 +566,7 @@ func (m *Manager) SetThrottle(ctx context.Context, name string, t meta.Throttle)
 // DeleteVolume deletes a volume that no connection uses, and its files.
 func (m *Manager) DeleteVolume(ctx context.Context, name string) error {
 	m.mu.Lock()
-	_, busy := m.open[name]
+	busy := m.conns[name] > 0
 	m.mu.Unlock()
 	if busy {
 		return fmt.Errorf("%w: %q has NBD connections", ErrVolumeBusy, name)
@@ -640,7 +645,7 @@ func (m *Manager) status(v meta.Volume) VolumeStatus {
 	if s.Filters == nil {
 		s.Filters = []StackStep{}
 	}
-	_, s.Open = m.open[v.Name]
+	s.Open = m.conns[v.Name] > 0
 	if st, ok := m.stats[v.Name]; ok {
 		s.Totals = st.totals()
 	}
