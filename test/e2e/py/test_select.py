@@ -70,6 +70,7 @@ def json_rows(rows):
         o = {k: r[k] for k in ["id", "name", "age", "city", "score", "joined"]}
         o["addr"] = {"city": r["city"], "zip": 10000 + r["id"] * 37 % 90000}
         o["tags"] = [r["code"], r["city"][:2]]
+        o["geo"] = {"pts": [r["age"], r["id"] % 7], "tz": {"name": r["city"]}}
         if r["email"]:
             o["email"] = r["email"]
         if r["id"] % 3 == 0:
@@ -294,6 +295,7 @@ JSON_QUERIES = [
     ("SELECT s.id, s.name FROM S3Object s WHERE s.age > 70", "SELECT id, name FROM j WHERE age > 70"),
     ("SELECT s.addr.city, s.addr.zip FROM S3Object s WHERE s.addr.zip < 12000", "SELECT addr.city, addr.zip FROM j WHERE addr.zip < 12000"),
     ("SELECT s.tags[0], s.tags[1] FROM S3Object s WHERE s.tags[0] = 'A_1'", "SELECT tags[1], tags[2] FROM j WHERE tags[1] = 'A_1'"),
+    ("SELECT s.geo.pts[0], s.geo.tz.name FROM S3Object s WHERE s.geo.pts[1] = 3", "SELECT geo.pts[1], geo.tz.name FROM j WHERE geo.pts[2] = 3"),
     ("SELECT s.id FROM S3Object s WHERE s.email IS MISSING", "SELECT id FROM j WHERE email IS NULL"),
     ("SELECT s.id FROM S3Object s WHERE s.nick IS NULL AND s.nick IS NOT MISSING AND s.id < 40", "SELECT id FROM j WHERE id % 3 = 0 AND id < 40"),
     ("SELECT s.id FROM S3Object s WHERE s.nick IS NULL AND s.id < 40", "SELECT id FROM j WHERE nick IS NULL AND id < 40"),
