@@ -46,6 +46,8 @@ func storageErr(err error, bucket, key string) error {
 		return &s3err.Error{Code: s3err.InvalidPartOrder, Bucket: bucket, Key: key, Err: err}
 	case errors.Is(err, storage.ErrInvalidRange):
 		return &s3err.Error{Code: s3err.InvalidRange, Bucket: bucket, Key: key, Err: err}
+	case errors.Is(err, storage.ErrKeyTooLong):
+		return &s3err.Error{Code: s3err.KeyTooLongError, Bucket: bucket, Key: key, Err: err}
 	case errors.Is(err, storage.ErrInvalidKey):
 		return &s3err.Error{Code: s3err.InvalidArgument, Bucket: bucket, Key: key, Err: err}
 	case errors.Is(err, storage.ErrUnavailable):

@@ -56,6 +56,12 @@ func TestServeRemoteBackend(t *testing.T) {
 	if apiCode(err) != "NoSuchKey" {
 		t.Fatalf("missing key: %v", err)
 	}
+	// A key the backend refuses as too long is the client's error.
+	_, err = client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bucket1"), Key: aws.String(strings.Repeat("k", 300)),
+		Body: strings.NewReader("x")})
+	if apiCode(err) != "KeyTooLongError" {
+		t.Fatalf("a key too long for the backend: %v", err)
+	}
 
 	// Backend down: a prompt 503 the client may retry, never a hang.
 	remote.Stop()

@@ -23,6 +23,9 @@ var (
 	ErrInvalidRange     = errors.New("invalid range")
 	ErrInvalidKey       = errors.New("invalid object key")
 	ErrInvalidPartOrder = errors.New("parts not in ascending order")
+	// ErrKeyTooLong: the key is valid for S3 but too long for where the
+	// bytes live (a remote store's key also holds a prefix and the bucket).
+	ErrKeyTooLong = errors.New("object key too long for the backend")
 	// ErrUnavailable means the place bytes live cannot answer now (network
 	// failure, timeout, backend overload): the client should retry later.
 	ErrUnavailable = errors.New("storage backend unavailable")

@@ -69,6 +69,9 @@ func (b *Backend) CreateUpload(ctx context.Context, bucket, key string, meta sto
 		return storage.Upload{}, err
 	}
 	full := b.objKey(bucket, key)
+	if err := checkKey(full); err != nil {
+		return storage.Upload{}, err
+	}
 	ref := newID()
 	cctx, cancel := b.call(ctx)
 	defer cancel()

@@ -167,6 +167,9 @@ func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.
 		return storage.ObjectInfo{}, err
 	}
 	full := b.objKey(bucket, key)
+	if err := checkKey(full); err != nil {
+		return storage.ObjectInfo{}, err
+	}
 	// Most objects are small: read into a small buffer first, and take a
 	// part-sized one (whose allocation, when the pool is empty after a GC,
 	// costs more than a small PUT) only for a body that does not fit.

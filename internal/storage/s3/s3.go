@@ -281,8 +281,20 @@ func (b *Backend) call(ctx context.Context) (context.Context, context.CancelFunc
 }
 
 func (b *Backend) objKey(bucket, key string) string { return b.root + bucket + "/" + key }
-func (b *Backend) markerKey(bucket string) string   { return b.root + ".facet/buckets/" + bucket }
-func (b *Backend) metaSidecar(id string) string     { return b.root + ".facet/meta/" + id }
+
+// maxKey is S3's limit on a key, here on ROOT/<bucket>/<key>: a Facet key
+// near S3's own limit does not fit under the prefix.
+const maxKey = 1024
+
+// checkKey refuses what the backend cannot hold before any call.
+func checkKey(full string) error {
+	if len(full) > maxKey {
+		return fmt.Errorf("%w: %d bytes with the prefix and bucket, S3 allows %d", storage.ErrKeyTooLong, len(full), maxKey)
+	}
+	return nil
+}
+func (b *Backend) markerKey(bucket string) string { return b.root + ".facet/buckets/" + bucket }
+func (b *Backend) metaSidecar(id string) string   { return b.root + ".facet/meta/" + id }
 func (b *Backend) uploadDir(uploadID string) string {
 	return b.root + ".facet/uploads/" + hex.EncodeToString([]byte(uploadID)) + "/"
 }
@@ -316,6 +328,8 @@ func mapErr(err error) error {
 			return fmt.Errorf("%w: %w", storage.ErrInvalidPartOrder, err)
 		case "InvalidRange":
 			return fmt.Errorf("%w: %w", storage.ErrInvalidRange, err)
+		case "KeyTooLongError":
+			return fmt.Errorf("%w: %w", storage.ErrKeyTooLong, err)
 		case "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "Throttling":
 			return fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
 		}

@@ -287,6 +287,26 @@ func TestGetBodyStalls(t *testing.T) {
 	storagetest.WantErr(t, err, storage.ErrUnavailable)
 }
 
+// TestKeyTooLong: a key that S3 allows but that does not fit the backend
+// under the prefix and bucket, or that the backend itself refuses as too
+// long, is ErrKeyTooLong (KeyTooLongError for the client), not a failure.
+func TestKeyTooLong(t *testing.T) {
+	b := newBackend(t)
+	ctx := context.Background()
+	// Short path elements: versitygw's posix store holds 255 bytes each.
+	n := 1024 - len(b.objKey("b", "")) + 1
+	long := strings.Repeat("k", n%8) + strings.Repeat("/kkkkkkk", n/8)
+	_, err := b.PutObject(ctx, "b", long, storage.PutInput{Body: strings.NewReader("x")})
+	storagetest.WantErr(t, err, storage.ErrKeyTooLong)
+	_, err = b.CreateUpload(ctx, "b", long, storage.ObjectMeta{})
+	storagetest.WantErr(t, err, storage.ErrKeyTooLong)
+	storagetest.Put(t, b, "b", long[1:], []byte("x"), storage.ObjectMeta{})
+	// versitygw's posix store refuses a path element over 255 bytes with
+	// KeyTooLongError.
+	_, err = b.PutObject(ctx, "b", strings.Repeat("e", 300), storage.PutInput{Body: strings.NewReader("x")})
+	storagetest.WantErr(t, err, storage.ErrKeyTooLong)
+}
+
 // TestCredentialsFromEnv: a backend URL without user info takes its keys
 // from FACET_BACKEND_ACCESS_KEY / FACET_BACKEND_SECRET_KEY; keys in the URL
 // beat the environment.
