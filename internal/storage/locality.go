@@ -1,6 +1,10 @@
 package storage
 
-import "github.com/facet-sds/facet/internal/sysdev"
+import (
+	"time"
+
+	"github.com/facet-sds/facet/internal/sysdev"
+)
 
 // Location tells where an object's bytes are, for the data locality
 // service: a compute scheduler reads it to run work where the data lives.
@@ -43,4 +47,16 @@ type IOStatus struct {
 	LargeFrom      int64  `json:"large_from_bytes"`
 	Priorities     bool   `json:"priorities"`
 	PrioritiesNote string `json:"priorities_note"`
+}
+
+// ThreadStream is one stream read by an OS thread of its own (the embedded
+// backend's per-stream model): the thread the kernel sees, the flow the
+// stream belongs to when it has a bandwidth need (a class reservation:
+// I/O priorities follow it), and what it has read so far.
+type ThreadStream struct {
+	TID   int       `json:"tid"`
+	Flow  string    `json:"flow,omitempty"`
+	Need  float64   `json:"need,omitempty"` // bytes/s
+	Bytes int64     `json:"bytes"`
+	Since time.Time `json:"since"`
 }

@@ -289,3 +289,32 @@ func Honours(dev, active string, available []string) (bool, string) {
 	}
 	return false, fmt.Sprintf("%s schedules with %s, which ignores I/O priorities: Facet does not set them%s", dev, active, hint)
 }
+
+// DiskIO is what a block device has moved since boot, from /proc/diskstats
+// (sectors of 512 bytes whatever the device's own sector size).
+type DiskIO struct {
+	Read, Written uint64 // bytes
+}
+
+// DiskIO returns the bytes read and written so far by the device named
+// name ("vda", "sda1").
+func (r Reader) DiskIO(name string) (DiskIO, error) {
+	b, err := os.ReadFile(filepath.Join(r.proc(), "diskstats"))
+	if err != nil {
+		return DiskIO{}, fmt.Errorf("sysdev: %w", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		// major minor name reads merged sectors-read ms writes merged sectors-written ...
+		f := strings.Fields(line)
+		if len(f) < 10 || f[2] != name {
+			continue
+		}
+		rd, err1 := strconv.ParseUint(f[5], 10, 64)
+		wr, err2 := strconv.ParseUint(f[9], 10, 64)
+		if err1 != nil || err2 != nil {
+			return DiskIO{}, fmt.Errorf("sysdev: diskstats line of %s: %q", name, strings.TrimSpace(line))
+		}
+		return DiskIO{Read: rd * 512, Written: wr * 512}, nil
+	}
+	return DiskIO{}, fmt.Errorf("sysdev: %s is not in %s", name, filepath.Join(r.proc(), "diskstats"))
+}

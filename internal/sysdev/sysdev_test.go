@@ -153,3 +153,31 @@ func FuzzParseMountinfo(f *testing.F) {
 		_ = unescape(line)
 	})
 }
+
+func TestDiskIO(t *testing.T) {
+	r := fixture(t)
+	if err := os.WriteFile(filepath.Join(r.Proc, "diskstats"), []byte(
+		"   8       0 sda 100 0 2048 10 50 0 4096 20 0 30 30 0 0 0 0\n"+
+			"   8       1 sda1 90 0 1024 9 40 0 512 19 0 28 28\n"+
+			" 259       0 nvme0n1 bad line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if io, err := r.DiskIO("sda"); err != nil || io != (DiskIO{Read: 2048 * 512, Written: 4096 * 512}) {
+		t.Fatalf("sda: %+v %v", io, err)
+	}
+	if io, err := r.DiskIO("sda1"); err != nil || io != (DiskIO{Read: 1024 * 512, Written: 512 * 512}) {
+		t.Fatalf("sda1: %+v %v", io, err)
+	}
+	if _, err := r.DiskIO("nvme0n1"); err == nil {
+		t.Fatal("a short line accepted")
+	}
+	if _, err := r.DiskIO("sdz"); err == nil {
+		t.Fatal("a missing device accepted")
+	}
+	// The live file has this machine's disks.
+	if disks, err := (Reader{}).Disks(); err == nil && len(disks) > 0 {
+		if _, err := (Reader{}).DiskIO(disks[0].Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -5,11 +5,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
+	"github.com/facet-sds/facet/internal/storage"
 	"github.com/facet-sds/facet/internal/sysdev"
 )
 
@@ -97,6 +102,9 @@ type streamer struct {
 	pool  *chunkPool
 	prio  *prioritizer
 	large int64
+	// threads are the per-stream threads alive now (*threadStream ->
+	// *threadInfo), for the bandwidth views (Store.Streams).
+	threads sync.Map
 	// onChunk, set by tests only, sees the thread id and offset of every
 	// chunk read.
 	onChunk func(f *os.File, tid int, off int64)
@@ -303,19 +311,47 @@ type threadStream struct {
 	done chan struct{}
 }
 
+// threadInfo is what the bandwidth views show of a per-stream thread.
+type threadInfo struct {
+	tid   atomic.Int64 // 0 until the thread runs
+	flow  *flowMeter   // nil when priorities do not apply to the stream
+	bytes atomic.Int64 // read so far
+	since time.Time
+}
+
 func (st *streamer) thread(ctx context.Context, f *os.File, start, length int64, flow *flowMeter) *threadStream {
 	t := &threadStream{st: st, ch: make(chan chunk, st.opts.ReadAhead), stop: make(chan struct{}), done: make(chan struct{})}
-	go t.run(ctx, f, start, start+length, flow)
+	info := &threadInfo{flow: flow, since: time.Now()}
+	st.threads.Store(t, info)
+	go t.run(ctx, f, start, start+length, flow, info)
 	return t
 }
 
-func (t *threadStream) run(ctx context.Context, f *os.File, off, end int64, flow *flowMeter) {
+// streams lists the per-stream threads alive now.
+func (st *streamer) streams() []storage.ThreadStream {
+	var out []storage.ThreadStream
+	st.threads.Range(func(_, v any) bool {
+		i := v.(*threadInfo)
+		ts := storage.ThreadStream{TID: int(i.tid.Load()), Bytes: i.bytes.Load(), Since: i.since}
+		if i.flow != nil {
+			ts.Flow, ts.Need = i.flow.name, math.Float64frombits(i.flow.need.Load())
+		}
+		out = append(out, ts)
+		return true
+	})
+	slices.SortFunc(out, func(a, b storage.ThreadStream) int { return a.Since.Compare(b.Since) })
+	return out
+}
+
+func (t *threadStream) run(ctx context.Context, f *os.File, off, end int64, flow *flowMeter, info *threadInfo) {
 	// The thread stays this stream's for its whole life: that is what
 	// lets the kernel tell streams apart.
 	runtime.LockOSThread()
 	tid := syscall.Gettid()
+	info.tid.Store(int64(tid))
 	applied := ioprio{}
 	defer func() {
+		t.st.threads.Delete(t)
 		_ = f.Close()
 		close(t.ch)
 		close(t.done)
@@ -336,6 +372,7 @@ func (t *threadStream) run(ctx context.Context, f *os.File, off, end int64, flow
 		c := t.st.readChunk(f, tid, off, min(size, end-off))
 		if c.err == nil {
 			flow.add(int64(c.n))
+			info.bytes.Add(int64(c.n))
 		}
 		select {
 		case t.ch <- c:

@@ -115,7 +115,7 @@ func (p *prioritizer) flowOf(ctx context.Context) *flowMeter {
 	p.mu.Lock()
 	m := p.flows[name]
 	if m == nil {
-		m = &flowMeter{window: p.opts.Window}
+		m = &flowMeter{window: p.opts.Window, name: name}
 		m.start.Store(time.Now().UnixNano())
 		p.flows[name] = m
 	}
@@ -156,6 +156,7 @@ func (p *prioritizer) apply(tid int, want ioprio) bool {
 // flowMeter measures a flow's bandwidth over windows and decides its
 // priority level: 1 raised, -1 lowered, 0 not decided yet.
 type flowMeter struct {
+	name   string // tenant/class, as Needed names it
 	window time.Duration
 	need   atomic.Uint64 // float64 bits, bytes/s
 	bytes  atomic.Int64
@@ -193,3 +194,7 @@ func (s *Store) IOStatus() storage.IOStatus {
 	return storage.IOStatus{Model: string(o.Model), ChunkSize: o.ChunkSize, ReadAhead: o.ReadAhead, PoolThreads: o.PoolThreads,
 		LargeFrom: s.io.large, Priorities: s.io.prio.ok, PrioritiesNote: s.io.prio.note}
 }
+
+// Streams lists the streams read now by threads of their own (none in the
+// pool model, nor for small objects), oldest first.
+func (s *Store) Streams() []storage.ThreadStream { return s.io.streams() }

@@ -418,3 +418,34 @@ func TestIOPrioFollowsTheDevicesScheduler(t *testing.T) {
 		})
 	}
 }
+
+// Streams lists each live per-stream thread (a thread of this process),
+// its flow and need, until the stream is closed.
+func TestStreamsListsLiveThreads(t *testing.T) {
+	s := openStreams(t, StreamOptions{Model: IOPerStream, Priorities: Priorities{
+		Needed:    func(context.Context) (string, float64, bool) { return "t1/etl", 5e6, true },
+		Supported: func() (bool, string) { return false, "injected" },
+	}})
+	putBytes(t, s, "b", "k", randomBytes(40*testChunk, 12))
+	if n := len(s.Streams()); n != 0 {
+		t.Fatalf("%d streams before any GET", n)
+	}
+	rc, _, err := s.GetObject(context.Background(), "b", "k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(rc, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	ss := s.Streams()
+	if len(ss) != 1 || ss[0].TID == 0 || ss[0].Flow != "t1/etl" || ss[0].Need != 5e6 || ss[0].Bytes < testChunk {
+		t.Fatalf("streams %+v", ss)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", ss[0].TID)); err != nil {
+		t.Fatalf("thread %d is not ours: %v", ss[0].TID, err)
+	}
+	_ = rc.Close()
+	if n := len(s.Streams()); n != 0 {
+		t.Fatalf("%d streams after Close", n)
+	}
+}
