@@ -190,6 +190,27 @@ func (b *backing) punch(off, n int64) error {
 	})
 }
 
+// zeroRange zeroes a range and keeps (or makes) it allocated.
+func (b *backing) zeroRange(off, n int64) error {
+	return b.each(off, n, func(m int, moff, _, take int64) error {
+		err := unix.Fallocate(int(b.files[m].Fd()), unix.FALLOC_FL_ZERO_RANGE|unix.FALLOC_FL_KEEP_SIZE, moff, take)
+		if !errors.Is(err, unix.EOPNOTSUPP) {
+			return err
+		}
+		// The filesystem cannot: write the zeros.
+		z := make([]byte, min(take, zeroChunk))
+		for take > 0 {
+			k := min(take, int64(len(z)))
+			if _, err := b.files[m].WriteAt(z[:k], moff); err != nil {
+				return err
+			}
+			moff += k
+			take -= k
+		}
+		return nil
+	})
+}
+
 // sync makes every member durable (FLUSH, FUA).
 func (b *backing) sync() error {
 	for _, f := range b.files {

@@ -220,6 +220,30 @@ func (v *volume) zero(ctx context.Context, off, n int64) error {
 	return v.back.punch(lo, hi-lo)
 }
 
+// zeroChunk bounds the zeros written at once by zeroAllocated; a multiple
+// of every stack alignment (lcm of the filters' blocks and fsBlock).
+const zeroChunk = 1 << 20
+
+// zeroAllocated makes [off, off+n) read as zeros and stay allocated
+// (WRITE_ZEROES with NO_HOLE: later writes there must not fail for
+// space). Without a stack the file zeroes the range in place; through a
+// stack the encoded zeros are written, since allocated raw zeros would
+// decode into something else.
+func (v *volume) zeroAllocated(ctx context.Context, off, n int64) error {
+	if v.stack.Load().Empty() {
+		return v.back.zeroRange(off, n)
+	}
+	for n > 0 {
+		k := min(n, zeroChunk-off%zeroChunk) // whole chunks after the first
+		if err := v.write(ctx, make([]byte, k), off); err != nil {
+			return err
+		}
+		off += k
+		n -= k
+	}
+	return nil
+}
+
 func (d *device) Flush(context.Context) error {
 	if err := d.v.back.sync(); err != nil {
 		return fmt.Errorf("volume %s: flush: %w", d.v.rec.Name, err)
@@ -239,12 +263,16 @@ func (d *device) Trim(ctx context.Context, off, n int64, fua bool) error {
 	return nil
 }
 
-func (d *device) WriteZeroes(ctx context.Context, off, n int64, fua bool) error {
+func (d *device) WriteZeroes(ctx context.Context, off, n int64, fua, noHole bool) error {
 	v := d.v
 	if err := v.throttle(ctx, v.writeOps, v.writeBW, 0); err != nil {
 		return err
 	}
-	if err := v.zero(ctx, off, n); err != nil {
+	zero := v.zero
+	if noHole {
+		zero = v.zeroAllocated
+	}
+	if err := zero(ctx, off, n); err != nil {
 		return err
 	}
 	v.stats.writeOps.Add(1)

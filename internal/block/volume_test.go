@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/facet-sds/facet/internal/block/bfilter"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/meta"
@@ -74,10 +76,21 @@ func TestVolumeRoundTrips(t *testing.T) {
 					t.Fatalf("write %d+%d: %v", w.off, w.n, err)
 				}
 			}
-			if err := d.WriteZeroes(ctx, 100, 1000, false); err != nil {
+			if err := d.WriteZeroes(ctx, 100, 1000, false, false); err != nil {
 				t.Fatal(err)
 			}
 			clear(model[100:1100])
+			// NO_HOLE, over written data and over the untouched range
+			// from 5 MiB + 100 on (across stripe boundaries): zeros that
+			// are allocated afterwards.
+			before := allocated(t, d)
+			if err := d.WriteZeroes(ctx, 4*StripeUnit-5000, 3*StripeUnit+12345, false, true); err != nil {
+				t.Fatal(err)
+			}
+			clear(model[4*StripeUnit-5000 : 7*StripeUnit+7345])
+			if grew := allocated(t, d) - before; grew < 2*StripeUnit-2*fsBlock {
+				t.Errorf("NO_HOLE zeroes allocated %d bytes over the 2 MiB that were holes", grew)
+			}
 			for _, r := range []struct{ off, n int64 }{{0, size}, {3, 5}, {StripeUnit - 1, 2}, {777, 4096}} {
 				got := make([]byte, r.n)
 				if err := d.ReadAt(ctx, got, r.off); err != nil {
@@ -101,4 +114,18 @@ func TestVolumeRoundTrips(t *testing.T) {
 			}
 		})
 	}
+}
+
+// allocated is how many bytes the volume's member files have allocated.
+func allocated(t *testing.T, d *device) int64 {
+	t.Helper()
+	var n int64
+	for _, f := range d.v.back.files {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		n += st.Blocks * 512
+	}
+	return n
 }

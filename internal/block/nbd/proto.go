@@ -79,8 +79,8 @@ const (
 // Sizes the server advertises and enforces.
 const (
 	// MaxPayload is the largest READ or WRITE served (NBD_INFO_BLOCK_SIZE
-	// maximum); larger requests get EOVERFLOW (reads) or have their
-	// payload discarded and EOVERFLOW (writes), and the connection goes on.
+	// maximum); larger requests get EINVAL (writes have their payload
+	// discarded first), and the connection goes on.
 	MaxPayload = 32 << 20
 	// PreferredBlock is the advertised preferred block size.
 	PreferredBlock = 4096

@@ -61,7 +61,9 @@ type Device interface {
 	WriteAt(ctx context.Context, p []byte, off int64, fua bool) error
 	Flush(ctx context.Context) error
 	Trim(ctx context.Context, off, n int64, fua bool) error
-	WriteZeroes(ctx context.Context, off, n int64, fua bool) error
+	// WriteZeroes makes the range read as zeros; with noHole
+	// (NBD_CMD_FLAG_NO_HOLE) it must also stay allocated.
+	WriteZeroes(ctx context.Context, off, n int64, fua, noHole bool) error
 	Close() error
 }
 

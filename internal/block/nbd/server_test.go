@@ -20,6 +20,7 @@ type memDevice struct {
 	mu      sync.Mutex
 	data    []byte
 	flushes int
+	noHoles int
 	slow    chan struct{}
 	slowOff int64
 }
@@ -60,12 +61,15 @@ func (d *memDevice) Flush(context.Context) error {
 }
 
 func (d *memDevice) Trim(_ context.Context, off, n int64, _ bool) error {
-	return d.WriteZeroes(context.Background(), off, n, false)
+	return d.WriteZeroes(context.Background(), off, n, false, false)
 }
 
-func (d *memDevice) WriteZeroes(_ context.Context, off, n int64, _ bool) error {
+func (d *memDevice) WriteZeroes(_ context.Context, off, n int64, _, noHole bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if noHole {
+		d.noHoles++
+	}
 	clear(d.data[off : off+n])
 	return nil
 }
@@ -328,7 +332,10 @@ func TestTransmission(t *testing.T) {
 		{cmdWrite, 0, 13, 1, []byte{1}, EPERM}, // the device's own errno
 		{cmdWrite, cmdFlagFUA, 17, 1, []byte{1}, ENOSPC},
 		{cmdWrite, 0, 19, 1, []byte{1}, EIO},
-		{cmdRead, 0, 0, MaxPayload + 1, nil, EOVERFLOW},
+		{cmdRead, 0, 0, MaxPayload + 1, nil, EINVAL},
+		// An oversized write's payload is skipped: the next request is
+		// read in step.
+		{cmdWrite, 0, 0, MaxPayload + 1, make([]byte, MaxPayload+1), EINVAL},
 		// FUA is accepted on every command (old qemu sets it on FLUSH);
 		// other flags only where the protocol defines them.
 		{cmdRead, cmdFlagFUA, 0, 1, nil, 0},
@@ -353,6 +360,9 @@ func TestTransmission(t *testing.T) {
 		if e, _ := c.simple(); e != 0 {
 			t.Fatalf("zeroes/flush: errno %d", e)
 		}
+	}
+	if exp.dev.noHoles != 1 {
+		t.Fatalf("NO_HOLE reached the device %d times, want 1", exp.dev.noHoles)
 	}
 	c.request(cmdRead, 0, 6, 4096, 200, nil)
 	c.simple()

@@ -62,7 +62,9 @@ func (r request) check(size int64) uint32 {
 	switch r.typ {
 	case cmdRead, cmdWrite:
 		if r.length > MaxPayload {
-			return EOVERFLOW
+			// EINVAL, not EOVERFLOW: the protocol keeps EOVERFLOW for
+			// reads with DF under structured replies.
+			return EINVAL
 		}
 	case cmdFlush, cmdDisc:
 		if r.off != 0 || r.length != 0 {
@@ -170,7 +172,7 @@ func (c *conn) serve(ctx context.Context, dev Device, r request, payload []byte,
 	case cmdTrim:
 		err = dev.Trim(ctx, off, n, fua)
 	case cmdWriteZeroes:
-		err = dev.WriteZeroes(ctx, off, n, fua)
+		err = dev.WriteZeroes(ctx, off, n, fua, r.flags&cmdFlagNoHole != 0)
 	}
 	if err != nil {
 		code := errnoOf(ctx, err)
