@@ -54,7 +54,9 @@ func TestDashboardInChromium(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("chromium is required (scripts/ensure-deps.sh installs Debian's chromium): %v", err)
 	}
-	s := startServer(t, t.TempDir())
+	// A configured capacity, so that the bandwidth controller assigns
+	// shares: the SLO plot draws acme's fair share.
+	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(8), []string{"FACET_QOS_CAPACITY=80MB/s"})
 	base := "http://" + s.adminAddr
 	other := s.createTenant(t, "zeta-corp")
 	if _, err := s.ctl(t, "policy", "add", "FOR TENANT zeta-corp DO SET compression WITH engine=gzip"); err != nil {
@@ -167,6 +169,21 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	}
 
+	// fits: the page is no wider than the window.
+	fits := func(where string) {
+		t.Helper()
+		if w := evalJS[[]int](t, ctx, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
+			t.Errorf("%s is %d px wide in a %d px window", where, w[0], w[1])
+		}
+	}
+	// labelled: every visible control has an accessible name.
+	labelled := func(where string) {
+		t.Helper()
+		if bad := evalJS[[]string](t, ctx, unlabelledControls); len(bad) > 0 {
+			t.Errorf("%s: controls without a label: %v", where, bad)
+		}
+	}
+
 	// Sign in as the admin.
 	run("sign in as admin",
 		chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("#login-token"),
@@ -259,10 +276,32 @@ func TestDashboardInChromium(t *testing.T) {
 	poll("listed armed", `[...document.querySelectorAll('tr[data-show="armed"]')].some(r => r.textContent.includes("burst"))`)
 	shot("policies")
 
+	// An SLO for acme: listed, and its reservation drawn on acme's plot.
+	page("#/slos", "#slo-form")
+	run("set an SLO",
+		chromedp.SetValue(`#slo-form select[name="tenant"]`, "acme"),
+		chromedp.SendKeys(`#slo-form input[name="reservation"]`, "2"),
+		chromedp.SendKeys(`#slo-form input[name="weight"]`, "2"),
+		chromedp.Click(`#slo-form button[type="submit"]`))
+	poll("SLO listed and drawn", `!!document.querySelector('tr[data-slo="acme"]') && !!document.querySelector('svg[data-plot="slo-acme"] line[data-ref="reservation"]')`)
+	if r := text(`tr[data-slo="acme"]`); !strings.Contains(r, "2.00 MB/s") {
+		t.Errorf("acme's SLO row: %q", r)
+	}
+
 	// A short bench load moves acme's plot, and the trigger is marked.
 	page("#/tenants/acme", `svg[data-plot="tenant-ops-acme"]`)
 	done := startUIBenchLoad(t, s, ak, sk)
 	poll("plot moves", `Number((document.querySelector('svg[data-plot="tenant-ops-acme"] path[data-name="PUT"]') || {dataset: {}}).dataset.max || 0) > 0`)
+	// Under load the SLO plot shows what acme is served against its
+	// reservation and the fair share the bandwidth controller assigns it.
+	page("#/slos", `svg[data-plot="slo-acme"]`)
+	poll("served against reservation and fair share", `(() => {
+		const svg = document.querySelector('svg[data-plot="slo-acme"]');
+		return !!svg && Number((svg.querySelector('path[data-name="served"]') || {dataset: {}}).dataset.max || 0) > 0 &&
+			!!svg.querySelector('line[data-ref="reservation"]') && Number((svg.querySelector('line[data-ref="fair share"]') || {dataset: {}}).dataset.value || 0) > 0;
+	})()`)
+	shot("slos-live")
+	page("#/tenants/acme", `svg[data-plot="tenant-ops-acme"]`)
 	poll("trigger marked", `!!document.querySelector('svg[data-plot="tenant-ops-acme"] g.marker[data-policy]')`)
 	shot("tenant-acme-live")
 	page("#/overview", `svg[data-plot="aggregate-bw"]`)
@@ -282,10 +321,15 @@ func TestDashboardInChromium(t *testing.T) {
 	if focused := evalJS[string](t, ctx, `document.activeElement ? document.activeElement.tagName + " " + (document.activeElement.textContent || "").trim() : ""`); focused == "" || focused == "BODY " {
 		t.Errorf("Tab after a page change focuses nothing: %q", focused)
 	}
+	// At 390 px every page fits the width (wide tables scroll inside
+	// their own box), and every control has a label.
 	run("390 px", chromedp.EmulateViewport(390, 844))
-	shot("policies-390")
-	page("#/overview", `svg[data-plot="aggregate-bw"]`)
-	shot("overview-390")
+	for _, p := range adminPages {
+		page(p.hash, p.ready)
+		fits(p.hash)
+		labelled(p.hash)
+		shot(p.name + "-390")
+	}
 	run("1280 px", chromedp.EmulateViewport(1280, 900))
 	// Upload a WebAssembly filter with a dependency file.
 	wasmDir := t.TempDir()
@@ -309,24 +353,22 @@ func TestDashboardInChromium(t *testing.T) {
 	if out, err := s.ctl(t, "filter", "list"); err != nil || !strings.Contains(string(out), "uinoop") {
 		t.Errorf("facet ctl filter list does not show the uploaded filter: %v\n%s", err, out)
 	}
-	// An SLO for acme: listed, and its reservation drawn on acme's plot.
-	page("#/slos", "#slo-form")
-	run("set an SLO",
-		chromedp.SetValue(`#slo-form select[name="tenant"]`, "acme"),
-		chromedp.SendKeys(`#slo-form input[name="reservation"]`, "2"),
-		chromedp.SendKeys(`#slo-form input[name="weight"]`, "2"),
-		chromedp.Click(`#slo-form button[type="submit"]`))
-	poll("SLO listed and drawn", `!!document.querySelector('tr[data-slo="acme"]') && !!document.querySelector('svg[data-plot="slo-acme"] line[data-ref="reservation"]')`)
-	if r := text(`tr[data-slo="acme"]`); !strings.Contains(r, "2.00 MB/s") {
-		t.Errorf("acme's SLO row: %q", r)
+	// A pool and a volume of acme's: the Volumes page shows the placement
+	// and the reservation against the pool's capacity.
+	if _, err := s.ctl(t, "pool", "create", "ssd", "--dir", filepath.Join(t.TempDir(), "pool-ssd"), "--capacity", "1GiB", "--usage", "best-effort"); err != nil {
+		t.Fatal(err)
 	}
-	for _, p := range []struct{ hash, ready, name string }{
-		{"#/slos", `svg[data-plot="slo-acme"]`, "slos"},
-		{"#/controllers", `tr[data-controller]`, "controllers"},
-		{"#/nodes", `tr[data-cache-node]`, "nodes"},
-		{"#/volumes", `section[data-page="volumes"] h1`, "volumes"},
-	} {
+	if _, err := s.ctl(t, "volume", "create", "acme-vol", "--tenant", "acme", "--size", "64MiB", "--class", "best-effort"); err != nil {
+		t.Fatal(err)
+	}
+	page("#/volumes", `tr[data-pool="ssd"]`)
+	poll("volume placed", `(() => {
+		const v = document.querySelector('tr[data-volume="acme-vol"]'), p = document.querySelector('tr[data-pool="ssd"]');
+		return !!v && !!p && v.textContent.includes("acme") && v.textContent.includes("ssd: ") && p.textContent.includes("acme-vol");
+	})()`)
+	for _, p := range adminPages {
 		page(p.hash, p.ready)
+		labelled(p.hash)
 		shot(p.name)
 	}
 	if err := <-done; err != nil {
@@ -352,6 +394,7 @@ func TestDashboardInChromium(t *testing.T) {
 		if strings.Contains(body, "zeta") || strings.Contains(body, other.AccessKey) {
 			t.Errorf("tenant acme sees zeta-corp on %s:\n%s", p.hash, body)
 		}
+		labelled(p.hash)
 		shot(p.name)
 	}
 	if visibleAdminLinks := evalJS[int](t, ctx, `[...document.querySelectorAll("nav a[data-admin]")].filter(a => a.offsetParent !== null).length`); visibleAdminLinks != 0 {
@@ -397,6 +440,35 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("page error: %s", e)
 	}
 }
+
+// adminPages are the dashboard's sections as the admin sees them, with
+// what shows each is drawn.
+var adminPages = []struct{ hash, ready, name string }{
+	{"#/overview", `svg[data-plot="aggregate-bw"]`, "overview"},
+	{"#/tenants", `tr[data-tenant="acme"]`, "tenants"},
+	{"#/policies", `tr[data-show]`, "policies"},
+	{"#/filters", "#filter-upload", "filters"},
+	{"#/slos", `svg[data-plot="slo-acme"]`, "slos"},
+	{"#/controllers", `tr[data-controller]`, "controllers"},
+	{"#/nodes", `tr[data-cache-node]`, "nodes"},
+	{"#/volumes", `section[data-page="volumes"] h1`, "volumes"},
+}
+
+// unlabelledControls lists the visible form controls and buttons that
+// have no accessible name (a label, aria-label, aria-labelledby or, for
+// buttons and links, their text).
+const unlabelledControls = `[...document.querySelectorAll("input:not([type=hidden]), select, textarea, button, a[href]")]
+	.filter(el => el.offsetParent !== null)
+	.filter(el => {
+		if ((el.getAttribute("aria-label") || "").trim()) return false;
+		const by = el.getAttribute("aria-labelledby");
+		if (by && by.split(/\s+/).some(id => (document.getElementById(id) || {textContent: ""}).textContent.trim())) return false;
+		if (el.labels && [...el.labels].some(l => l.textContent.trim())) return false;
+		if ((el.tagName === "BUTTON" || el.tagName === "A") && el.textContent.trim()) return false;
+		if (el.tagName === "INPUT" && ["submit", "button"].includes(el.type) && el.value.trim()) return false;
+		return true;
+	})
+	.map(el => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.name ? "[name=" + el.name + "]" : ""))`
 
 // repoRoot is the module's root (the e2e tests run in test/e2e).
 func repoRoot(t *testing.T) string {
@@ -473,14 +545,14 @@ func checkCSRF(t *testing.T, base, cookie string) {
 	}
 }
 
-// startUIBenchLoad runs `facet bench run` for acme in the background: 8 s
+// startUIBenchLoad runs `facet bench run` for acme in the background: 12 s
 // of PUTs and GETs, well above the dynamic policy's 3 PUTs per second.
 func startUIBenchLoad(t *testing.T, s *server, ak, sk string) <-chan error {
 	t.Helper()
 	dir := t.TempDir()
 	scenario := fmt.Sprintf(`
 name: ui-load
-duration: 8s
+duration: 12s
 tenants:
   - name: acme
     endpoint: %s

@@ -393,7 +393,7 @@ async function slos(root, { session }) {
       const refs = [];
       const res = s && (s.reservation || (s.get || 0) + (s.put || 0));
       if (res) refs.push({ name: 'reservation', value: res / MB, color: '#137333' });
-      if (shares && shares[t] !== undefined) refs.push({ name: 'assigned share', value: shares[t] / MB, color: '#7e22ce' });
+      if (shares && shares[t] !== undefined) refs.push({ name: 'fair share', value: shares[t] / MB, color: '#7e22ce' });
       const served = live.seriesOf(t, live.GET_BW, MB).map(([tt, v], i) => [tt, v + live.seriesOf(t, live.PUT_BW, MB)[i][1]]);
       return card(null, timePlot({ width: cellWidth(plots, show.length), id: 'slo-' + t, title: `${t}: served`, unit: 'MB/s', windowMs: st.historyMs, now, refs, markers: live.markersFor(t),
         series: [{ name: 'served', color: colorOf(t), points: served }] }));
@@ -402,14 +402,15 @@ async function slos(root, { session }) {
   return () => { stopShares(); stopLive(); };
 }
 
-// assignedShares adds up, per tenant, the rate asked for its flows on
-// every node (bytes/s): what the bandwidth controller gives it, its fair
-// share of the moment.
+// assignedShares adds up, per tenant, the rate the bandwidth controller
+// assigned its flows on every node (bytes/s): its fair share of the
+// moment. A flow without an assignment (asked 0 is "unlimited", or a
+// static SLO limit) is no share, and draws no line at zero.
 function assignedShares(bw) {
   if (!bw || !Array.isArray(bw.nodes)) return null;
   const out = {};
   for (const n of bw.nodes) for (const f of n.flows || []) {
-    if (typeof f.tenant === 'string' && typeof f.asked === 'number' && f.class !== 'background') out[f.tenant] = (out[f.tenant] || 0) + f.asked;
+    if (typeof f.tenant === 'string' && f.source === 'assigned' && typeof f.asked === 'number' && f.asked > 0 && f.class !== 'background') out[f.tenant] = (out[f.tenant] || 0) + f.asked;
   }
   return out;
 }
