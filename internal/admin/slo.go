@@ -81,6 +81,31 @@ type BWNode struct {
 	Assigner string    `json:"assigner,omitempty"`
 	Updated  time.Time `json:"updated"`
 	Flows    []BWFlow  `json:"flows,omitempty"`
+	// Devices are the node's storage devices (embedded backend): what
+	// each moved and the streams read from it by threads of their own,
+	// their flows' needs (asked) and what they read (served).
+	Devices []BWDevice `json:"devices,omitempty"`
+}
+
+// BWDevice is one storage device of a node in the /bw views.
+type BWDevice struct {
+	Device string `json:"device"`
+	// Served is bytes/s the device read and wrote over the last period,
+	// all of it (page cache misses, other processes); -1 when unknown.
+	Served float64 `json:"served"`
+	// Asked is the streams' needs summed (bytes/s).
+	Asked   float64    `json:"asked"`
+	Streams []BWThread `json:"streams"`
+}
+
+// BWThread is one stream on a device: its OS thread, its flow
+// (tenant/class) and the bandwidth it needs when it has a reservation, and
+// bytes/s it read over the last period.
+type BWThread struct {
+	TID    int     `json:"tid"`
+	Flow   string  `json:"flow,omitempty"`
+	Need   float64 `json:"need,omitempty"`
+	Served float64 `json:"served"`
 }
 
 // BWView is the body of GET /bw and /bw/osinfo.

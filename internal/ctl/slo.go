@@ -141,6 +141,15 @@ func (o *options) bwCommand() *cobra.Command {
 							asked = "unlimited"
 						}
 						rows = append(rows, []string{n.Node, n.Device, mbps(n.Capacity), asked, mbps(n.Served), strconv.Itoa(n.Streams), orDash(n.Assigner)})
+						// The node's devices: what each moved, and its
+						// per-stream threads' needs.
+						for _, d := range n.Devices {
+							served := mbps(d.Served)
+							if d.Served < 0 {
+								served = "unknown"
+							}
+							rows = append(rows, []string{n.Node, d.Device, "-", mbps(d.Asked), served, strconv.Itoa(len(d.Streams)), "-"})
+						}
 					}
 				}
 				return p.print(v, []string{"NODE", "DEVICE", "CAPACITY", "ASKED", "SERVED", "STREAMS", "ASSIGNER"}, rows)
@@ -162,6 +171,6 @@ func (o *options) bwCommand() *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&node, "node", "", "only this node")
-	cmd.Flags().BoolVar(&osinfo, "osinfo", false, "one line per node: capacity, asked vs served, active streams")
+	cmd.Flags().BoolVar(&osinfo, "osinfo", false, "one line per node (capacity, asked vs served, active streams), then one per device of its data (asked: the per-stream threads' needs; served: what the device moved; streams)")
 	return cmd
 }

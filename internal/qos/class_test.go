@@ -147,3 +147,27 @@ func TestFleetHosts(t *testing.T) {
 		t.Fatalf("an expired node still listed: %+v", hs)
 	}
 }
+
+// A report's devices (the per-device osinfo) travel as they are, and
+// nonsense is refused.
+func TestReportDevices(t *testing.T) {
+	r := report("gw-a", 0)
+	r.Devices = []DeviceStatus{{Device: "vda", Served: 3e6, Asked: 5e6, Streams: []ThreadStatus{{TID: 42, Flow: "t1/etl", Need: 5e6, Served: 2.5e6}, {TID: 43, Served: 0.5e6}}}}
+	data, _ := json.Marshal(r)
+	rep, err := DecodeReport(data)
+	if err != nil || len(rep.Devices) != 1 || len(rep.Devices[0].Streams) != 2 || rep.Devices[0].Streams[0] != r.Devices[0].Streams[0] {
+		t.Fatalf("%+v %v", rep.Devices, err)
+	}
+	for _, bad := range []string{
+		`{"v":1,"node":"a","devices":[{"device":"","served":1,"asked":0,"streams":[]}]}`,
+		`{"v":1,"node":"a","devices":[{"device":"vda","served":-2,"asked":0,"streams":[]}]}`,
+		`{"v":1,"node":"a","devices":[{"device":"vda","served":1,"asked":0,"streams":[{"tid":-1,"served":1}]}]}`,
+	} {
+		if _, err := DecodeReport([]byte(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+	if _, err := DecodeReport([]byte(`{"v":1,"node":"a","devices":[{"device":"vda","served":-1,"asked":0,"streams":[]}]}`)); err != nil {
+		t.Errorf("a device whose kernel says nothing (-1): %v", err)
+	}
+}

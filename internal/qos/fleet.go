@@ -40,6 +40,13 @@ type Agent struct {
 	before func(context.Context)
 	// host describes the node for its reports (Describe).
 	host atomic.Pointer[func(context.Context) json.RawMessage]
+	// devices reports the node's devices in every report (ReportDevices).
+	devices atomic.Pointer[func(context.Context) []DeviceStatus]
+}
+
+// ReportDevices makes every report carry what devices returns.
+func (a *Agent) ReportDevices(devices func(context.Context) []DeviceStatus) {
+	a.devices.Store(&devices)
 }
 
 // HostEvery is how often, in reports, a node describes itself (Host):
@@ -90,6 +97,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		rep := a.l.Report()
 		if h := a.host.Load(); h != nil && n%HostEvery == 0 {
 			rep.Host = (*h)(ctx)
+		}
+		if d := a.devices.Load(); d != nil {
+			rep.Devices = (*d)(ctx)
 		}
 		data, err := json.Marshal(rep)
 		if err != nil {
@@ -246,6 +256,19 @@ func DecodeReport(data []byte) (NodeReport, error) {
 	case h[0] != '{' || len(h) > maxHost:
 		return NodeReport{}, fmt.Errorf("qos: report of %s: host must be a JSON object of at most %d bytes", rep.Node, maxHost)
 	}
+	if len(rep.Devices) > maxDevices {
+		return NodeReport{}, fmt.Errorf("qos: report of %s: %d devices, at most %d", rep.Node, len(rep.Devices), maxDevices)
+	}
+	for _, d := range rep.Devices {
+		if d.Device == "" || len(d.Streams) > maxDeviceStreams || !(ok(d.Served) || d.Served == -1) || !ok(d.Asked) {
+			return NodeReport{}, fmt.Errorf("qos: report of %s: bad device %q", rep.Node, d.Device)
+		}
+		for _, t := range d.Streams {
+			if t.TID < 0 || !ok(t.Need) || !ok(t.Served) {
+				return NodeReport{}, fmt.Errorf("qos: report of %s: bad stream %+v on %s", rep.Node, t, d.Device)
+			}
+		}
+	}
 	for _, fl := range rep.Flows {
 		if _, err := ParseClass(string(fl.Class)); err != nil || fl.Tenant == "" || fl.Streams < 0 || fl.Active < 0 ||
 			!ok(fl.Rate) || !ok(fl.Served) || !ok(fl.Waited) || !ok(fl.Ops) || !ok(fl.Rejected) || !ok(fl.OpsRate) {
@@ -257,6 +280,12 @@ func DecodeReport(data []byte) (NodeReport, error) {
 
 // maxHost bounds a node's description in its reports.
 const maxHost = 64 << 10
+
+// maxDevices and maxDeviceStreams bound the device part of a report.
+const (
+	maxDevices       = 64
+	maxDeviceStreams = 4096
+)
 
 // Add records a node's report.
 func (f *Fleet) Add(rep NodeReport) {

@@ -403,6 +403,33 @@ type NodeReport struct {
 	// GET /v1/nodes shows them), opaque to QoS; sent every HostEvery
 	// reports, so that a controller can list the whole fleet's nodes.
 	Host json.RawMessage `json:"host,omitempty"`
+	// Devices are the node's storage devices over the period (the
+	// sources' osinfo per device), when its backend has local ones.
+	Devices []DeviceStatus `json:"devices,omitempty"`
+}
+
+// DeviceStatus is one storage device of a node over a period: what the
+// device moved (asked or not: the page cache, other processes) and the
+// streams read from it by threads of their own, with the bandwidth their
+// flows need and what each read.
+type DeviceStatus struct {
+	Device string `json:"device"`
+	// Served is bytes/s read and written by the device (all of it, not
+	// only Facet's); -1 when the kernel does not say.
+	Served float64 `json:"served"`
+	// Asked is the sum of the streams' needs (bytes/s).
+	Asked   float64        `json:"asked"`
+	Streams []ThreadStatus `json:"streams"`
+}
+
+// ThreadStatus is one stream on a device: its thread, its flow
+// (tenant/class) and need when it has one, and bytes/s read over the
+// period (or since it started, when that is later).
+type ThreadStatus struct {
+	TID    int     `json:"tid"`
+	Flow   string  `json:"flow,omitempty"`
+	Need   float64 `json:"need,omitempty"`
+	Served float64 `json:"served"`
 }
 
 // ReportVersion is NodeReport's version.

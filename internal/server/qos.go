@@ -412,6 +412,13 @@ func bandwidthView(f *qos.Fleet, algo string) admin.BWView {
 			n.Flows = append(n.Flows, admin.BWFlow{Tenant: fl.Tenant, Class: string(fl.Class), Asked: fl.Rate, Source: fl.Source,
 				Served: fl.Served, Streams: fl.Streams, Active: fl.Active, Waited: fl.Waited, Ops: fl.Ops, Rejected: fl.Rejected})
 		}
+		for _, d := range rep.Devices {
+			bd := admin.BWDevice{Device: d.Device, Served: d.Served, Asked: d.Asked, Streams: []admin.BWThread{}}
+			for _, t := range d.Streams {
+				bd.Streams = append(bd.Streams, admin.BWThread{TID: t.TID, Flow: t.Flow, Need: t.Need, Served: t.Served})
+			}
+			n.Devices = append(n.Devices, bd)
+		}
 		if unlimited {
 			// A sum leaving an unlimited flow out would understate what
 			// the node lets through.

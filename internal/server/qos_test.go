@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +25,7 @@ import (
 	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/storage"
 	"github.com/facet-sds/facet/internal/storage/fs"
+	"github.com/facet-sds/facet/internal/sysdev"
 )
 
 func TestParseSLOSpec(t *testing.T) {
@@ -195,7 +200,7 @@ func TestBandwidthViewPerNode(t *testing.T) {
 	f.Add(qos.NodeReport{V: qos.ReportVersion, Node: "gw-b", Stage: qos.StageGateway, Time: time.Now(), Flows: []qos.FlowStatus{
 		{Tenant: "t1", Class: qos.ClassGet, Rate: 10e6, Source: qos.SourceStatic, Streams: 3, Active: 1, Served: 9e6},
 		{Tenant: "t3", Class: qos.ClassGet, Rate: 0, Source: qos.SourceNone, Streams: 1, Active: 1, Served: 70e6},
-	}})
+	}, Devices: []qos.DeviceStatus{{Device: "vda", Served: 75e6, Asked: 5e6, Streams: []qos.ThreadStatus{{TID: 9, Flow: "t1/etl", Need: 5e6, Served: 6e6}}}}})
 	v := bandwidthView(f, "")
 	if v.Algorithm != "crystal" || len(v.Nodes) != 2 {
 		t.Fatalf("%+v", v)
@@ -208,7 +213,55 @@ func TestBandwidthViewPerNode(t *testing.T) {
 	if a.Capacity != 80e6 || a.Asked != 80e6 || a.Served != 69e6 || a.Streams != 3 || a.Assigner != "c1" || a.Device != qos.StageGateway || len(a.Flows) != 2 {
 		t.Fatalf("gw-a: %+v", a)
 	}
+	if len(a.Devices) != 0 || len(b.Devices) != 1 || b.Devices[0].Device != "vda" || b.Devices[0].Served != 75e6 || b.Devices[0].Asked != 5e6 ||
+		len(b.Devices[0].Streams) != 1 || b.Devices[0].Streams[0] != (admin.BWThread{TID: 9, Flow: "t1/etl", Need: 5e6, Served: 6e6}) {
+		t.Fatalf("devices: %+v %+v", a.Devices, b.Devices)
+	}
 	if b.Capacity != 0 || b.Asked != 0 || b.Served != 79e6 || b.Streams != 2 || len(b.Flows) != 2 {
 		t.Fatalf("gw-b (one flow unlimited): %+v", b)
+	}
+}
+
+type fakeDevices struct {
+	places  []sysdev.Placement
+	streams []storage.ThreadStream
+}
+
+func (f *fakeDevices) Devices() ([]sysdev.Placement, error) { return f.places, nil }
+func (f *fakeDevices) Streams() []storage.ThreadStream      { return f.streams }
+
+// The per-device view: the device's own traffic from /proc/diskstats and
+// each per-stream thread's read rate, between two samples; a stream not on
+// its thread yet is left out, and the first sample knows no device rate.
+func TestDeviceSampler(t *testing.T) {
+	proc := t.TempDir()
+	stats := func(read, written uint64) {
+		line := fmt.Sprintf("254 0 vda 1 0 %d 0 1 0 %d 0 0 0 0\n", read/512, written/512)
+		if err := os.WriteFile(filepath.Join(proc, "diskstats"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Unix(1000, 0)
+	since := now.Add(-time.Second)
+	src := &fakeDevices{places: []sysdev.Placement{{Device: &sysdev.Device{Name: "vda"}}}}
+	s := &deviceSampler{src: src, dev: sysdev.Reader{Proc: proc}, now: func() time.Time { return now }}
+	stats(1<<20, 0)
+	src.streams = []storage.ThreadStream{{TID: 7, Flow: "t1/etl", Need: 4e6, Bytes: 2e6, Since: since}, {TID: 0, Since: now}}
+	d := s.sample(context.Background())
+	if len(d) != 1 || d[0].Device != "vda" || d[0].Served != -1 || d[0].Asked != 4e6 || len(d[0].Streams) != 1 || d[0].Streams[0].Served != 2e6 {
+		t.Fatalf("first sample %+v", d)
+	}
+	now = now.Add(500 * time.Millisecond)
+	stats(4<<20, 1<<20) // 3 MiB read, 1 MiB written in 0.5 s
+	src.streams = []storage.ThreadStream{{TID: 7, Flow: "t1/etl", Need: 4e6, Bytes: 3.5e6, Since: since}, {TID: 8, Bytes: 1e5, Since: now.Add(-100 * time.Millisecond)}}
+	d = s.sample(context.Background())
+	if len(d) != 1 || d[0].Served != 8<<20 || d[0].Asked != 4e6 || len(d[0].Streams) != 2 ||
+		math.Abs(d[0].Streams[0].Served-3e6) > 1 || math.Abs(d[0].Streams[1].Served-1e6) > 1 || d[0].Streams[1].Flow != "" {
+		t.Fatalf("second sample %+v", d)
+	}
+	// Without a block device (tmpfs), the device says so and its rate is unknown.
+	src.places = []sysdev.Placement{{Mount: sysdev.Mount{Point: "/tmp", FSType: "tmpfs"}}}
+	if d := s.sample(context.Background()); len(d) != 1 || d[0].Served != -1 || !strings.Contains(d[0].Device, "tmpfs") {
+		t.Fatalf("tmpfs %+v", d)
 	}
 }

@@ -208,6 +208,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	}
 	self := admin.LocalNode(opts.Node, backend, cacheStatus)
 	qr.describe(self)
+	qr.reportDevices(backend)
 	s3 := s3api.New(s3api.Config{
 		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
 		Domains: opts.Domains, Region: opts.Region, QoS: front,

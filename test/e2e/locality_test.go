@@ -3,14 +3,18 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/facet-sds/facet/clients/go/facetctx"
 	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/storage/s3/s3test"
 )
@@ -169,5 +173,88 @@ func TestLocalityVolume(t *testing.T) {
 	}
 	if _, err := srv.ctl(t, "locality", "--volume", "nope"); err == nil {
 		t.Fatal("an unknown volume must fail")
+	}
+}
+
+// The per-device bandwidth view (the sources' osinfo per device): while a
+// large GET of a class with a reservation is open, facet ctl bw --osinfo
+// lists the device under the data with that stream's thread (one of the
+// server's threads), its flow and need; once the GET ends, no stream.
+func TestBandwidthPerDevice(t *testing.T) {
+	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(8), []string{"FACET_QOS_PERIOD=250ms"})
+	c := s.createTenant(t, "osd")
+	body := bytes.Repeat([]byte("per-device view "), 2<<20) // 32 MiB: a stream of its own
+	putOne(t, s, c, "osd-b", "big", body)
+	s.policyAdd(t, "FOR TENANT osd CONTEXT scan DO SET bandwidth WITH reservation=4MB/s")
+
+	type device struct {
+		Device  string  `json:"device"`
+		Served  float64 `json:"served"`
+		Asked   float64 `json:"asked"`
+		Streams []struct {
+			TID  int     `json:"tid"`
+			Flow string  `json:"flow"`
+			Need float64 `json:"need"`
+		} `json:"streams"`
+	}
+	osinfo := func() []device {
+		t.Helper()
+		var v struct {
+			Nodes []struct {
+				Devices []device `json:"devices"`
+			} `json:"nodes"`
+		}
+		out, err := s.ctl(t, "bw", "--osinfo", "-o", "json")
+		if err != nil || json.Unmarshal(out, &v) != nil || len(v.Nodes) != 1 {
+			t.Fatalf("ctl bw --osinfo: %v %s", err, out)
+		}
+		return v.Nodes[0].Devices
+	}
+
+	out, err := s.sdk(c, facetctx.Option).GetObject(facetctx.With(ctxT(t), facetctx.Block{Class: "scan"}), &s3.GetObjectInput{Bucket: aws.String("osd-b"), Key: aws.String("big")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One byte read, the rest held: the stream's thread stays alive,
+	// blocked on its bounded read-ahead.
+	if _, err := io.ReadFull(out.Body, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var devs []device
+	for {
+		devs = osinfo()
+		if len(devs) == 1 && len(devs[0].Streams) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the open stream never showed under its device: %+v", devs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d := devs[0]
+	st := d.Streams[0]
+	if d.Device == "" || st.TID <= 0 || st.Flow != "osd/scan" || st.Need != 4e6 || d.Asked != 4e6 {
+		t.Fatalf("device %+v", d)
+	}
+	// The thread is the server's: it is among its tasks.
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d", s.cmd.Process.Pid, st.TID)); err != nil {
+		t.Fatalf("thread %d is not the server's: %v", st.TID, err)
+	}
+	table, err := s.ctl(t, "bw", "--osinfo")
+	if err != nil || !strings.Contains(string(table), d.Device) || !strings.Contains(string(table), "4.00MB/s") {
+		t.Fatalf("ctl bw --osinfo (table): %v\n%s", err, table)
+	}
+	if _, err := io.Copy(io.Discard, out.Body); err != nil {
+		t.Fatal(err)
+	}
+	out.Body.Close()
+	for deadline = time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if devs = osinfo(); len(devs) == 1 && len(devs[0].Streams) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the finished stream is still listed: %+v", devs)
+		}
 	}
 }
