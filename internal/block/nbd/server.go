@@ -382,7 +382,10 @@ func (c *conn) infoOrGo(ctx context.Context, code uint32, data []byte) (Device, 
 		if errors.Is(err, ErrDenied) {
 			rep, msg = repErrPolicy, "export not available to this peer"
 		} else if !errors.Is(err, ErrUnknown) {
-			rep, msg = repErrShutdown, "export cannot be opened now"
+			// "The requested export is not available" (UNKNOWN) rather
+			// than SHUTDOWN, which clients report as the server going
+			// away; the message says it exists.
+			msg = "export cannot be opened now (the server's log says why)"
 			c.s.log.Warn("nbd open failed", "export", name, "err", err)
 		}
 		return nil, ExportInfo{}, c.reply(code, uint32(rep), []byte(msg))

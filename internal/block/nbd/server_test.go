@@ -102,6 +102,9 @@ func (e *memExports) Lookup(_ context.Context, name string, p Peer) (ExportInfo,
 }
 
 func (e *memExports) Open(ctx context.Context, name string, p Peer) (Device, ExportInfo, error) {
+	if name == "broken" {
+		return nil, ExportInfo{}, errors.New("backing file: permission denied")
+	}
 	info, err := e.Lookup(ctx, name, p)
 	if err != nil {
 		return nil, ExportInfo{}, err
@@ -231,6 +234,10 @@ func TestHandshakeOptions(t *testing.T) {
 	c.option(optInfo, infoData("nope"))
 	if typ, _ := c.reply(optInfo); typ != repErrUnknown {
 		t.Fatalf("INFO unknown: %d", typ)
+	}
+	c.option(optGo, infoData("broken"))
+	if typ, msg := c.reply(optGo); typ != repErrUnknown || !bytes.Contains(msg, []byte("cannot be opened now")) {
+		t.Fatalf("GO of an export that fails to open: %d %q", typ, msg)
 	}
 	c.option(optInfo, []byte{0, 0, 0, 9, 'x'})
 	if typ, _ := c.reply(optInfo); typ != repErrInvalid {
