@@ -34,6 +34,11 @@ type deviceSampler struct {
 	bytes map[streamKey]int64
 }
 
+// maxReportedStreams bounds the streams a report lists (the oldest are
+// kept; Asked counts them all): the fleet refuses a report listing more
+// than qos allows, and a report is for the controller first.
+const maxReportedStreams = 1024
+
 // streamKey names a stream: a thread id may serve a later stream.
 type streamKey struct {
 	tid   int
@@ -100,7 +105,9 @@ func (s *deviceSampler) sample(context.Context) []qos.DeviceStatus {
 			served = float64(t.Bytes-s.bytes[k]) / window
 		}
 		d.Asked += t.Need
-		d.Streams = append(d.Streams, qos.ThreadStatus{TID: t.TID, Flow: t.Flow, Need: t.Need, Served: max(served, 0)})
+		if len(d.Streams) < maxReportedStreams {
+			d.Streams = append(d.Streams, qos.ThreadStatus{TID: t.TID, Flow: t.Flow, Need: t.Need, Served: max(served, 0)})
+		}
 	}
 	s.bytes = bytesNow
 	return []qos.DeviceStatus{d}
