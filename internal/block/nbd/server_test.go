@@ -381,3 +381,35 @@ func TestTransmission(t *testing.T) {
 		t.Fatal("connection still open after DISC")
 	}
 }
+
+// addrConn is a connection that only has a remote address.
+type addrConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c addrConn) RemoteAddr() net.Addr { return c.remote }
+
+// TestPeerLoopback: only loopback peers may skip TLS by default, and
+// what counts as loopback is decided from the remote address.
+func TestPeerLoopback(t *testing.T) {
+	s := New(Config{})
+	for _, tc := range []struct {
+		addr net.Addr
+		want bool
+	}{
+		{&net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 5}, true},
+		{&net.TCPAddr{IP: net.ParseIP("127.3.4.5"), Port: 5}, true},
+		{&net.TCPAddr{IP: net.ParseIP("::1"), Port: 5}, true},
+		{&net.TCPAddr{IP: net.ParseIP("::ffff:127.0.0.1"), Port: 5}, true},
+		{&net.UnixAddr{Name: "/run/facet.sock", Net: "unix"}, true},
+		{&net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 5}, false},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8::1"), Port: 5}, false},
+		{&net.TCPAddr{IP: net.ParseIP("0.0.0.0"), Port: 5}, false},
+	} {
+		p := peerOf(addrConn{remote: tc.addr})
+		if p.Loopback != tc.want || s.cfg.PlainAllowed(p) != tc.want {
+			t.Errorf("%v: loopback %v, plain allowed %v, want %v", tc.addr, p.Loopback, s.cfg.PlainAllowed(p), tc.want)
+		}
+	}
+}
