@@ -90,6 +90,11 @@ func TestNBDBlockStandalone(t *testing.T) {
 	if out := run(t, "nbdinfo", "--list", "nbd://"+srv.nbdAddr); !strings.Contains(out, "v1") || !strings.Contains(out, "v2") {
 		t.Errorf("nbdinfo --list:\n%s", out)
 	}
+	// Per-volume metrics on facet block's own /metrics.
+	_, _, body := httpGetAuth(t, "http://"+srv.adminAddr+"/metrics", token)
+	if want := `facet_volume_write_bytes_total{tenant="bob",volume="v2"} 2.097152e+06`; !strings.Contains(string(body), want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
 
 	var pl struct {
 		Pools []struct {
