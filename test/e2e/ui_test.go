@@ -246,6 +246,35 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Error("the secret key is shown again after its creation")
 	}
 	shot("tenants")
+	// A second key for acme: its secret shown once, then revoked.
+	page("#/tenants/acme", "#key-create")
+	run("create a key", chromedp.Click("#key-create"), chromedp.WaitVisible("#new-secret-key"))
+	ak2, sk2 := text("#new-access-key"), text("#new-secret-key")
+	if ak2 == "" || sk2 == "" || ak2 == ak {
+		t.Fatalf("second key not shown: %q %q", ak2, sk2)
+	}
+	poll("both keys listed", fmt.Sprintf(`!!document.querySelector('tr[data-key=%q]') && !!document.querySelector('tr[data-key=%q]')`, ak, ak2))
+	page("#/tenants", `tr[data-tenant="acme"]`)
+	page("#/tenants/acme", fmt.Sprintf(`tr[data-key=%q]`, ak2))
+	if strings.Contains(text("body"), sk2) {
+		t.Error("the second secret key is shown again after its creation")
+	}
+	// Destructive buttons ask once more before they act.
+	revoke := fmt.Sprintf(`tr[data-key=%q] button.danger`, ak2)
+	run("revoke the key", chromedp.Click(revoke), chromedp.WaitVisible(revoke+".armed"), chromedp.Click(revoke))
+	poll("key revoked", fmt.Sprintf(`!document.querySelector('tr[data-key=%q]') && !!document.querySelector('tr[data-key=%q]')`, ak2, ak))
+	if out, err := s.ctl(t, "key", "list", "acme"); err != nil || strings.Contains(string(out), ak2) || !strings.Contains(string(out), ak) {
+		t.Errorf("acme's keys after the revocation: %v\n%s", err, out)
+	}
+	// Delete a tenant from the list.
+	s.createTenant(t, "doomed")
+	page("#/tenants", `tr[data-tenant="doomed"]`)
+	del := `tr[data-tenant="doomed"] button.danger`
+	run("delete a tenant", chromedp.Click(del), chromedp.WaitVisible(del+".armed"), chromedp.Click(del))
+	poll("tenant deleted", `!document.querySelector('tr[data-tenant="doomed"]') && !!document.querySelector('tr[data-tenant="acme"]')`)
+	if out, err := s.ctl(t, "tenant", "list"); err != nil || strings.Contains(string(out), "doomed") {
+		t.Errorf("tenants after the deletion: %v\n%s", err, out)
+	}
 
 	// A policy with a typo: the compiler's error inline, with a caret.
 	page("#/policies", "#policy-text")

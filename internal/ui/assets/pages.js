@@ -207,7 +207,7 @@ async function tenantDetail(root, name, session) {
     } }, 'Create an access key')));
   async function loadKeys() {
     const keys = (await api('GET', `/v1/tenants/${enc}/keys`)).keys || [];
-    clear(keysBox, table(['Access key', 'Created', 'Actions'], keys.map(k => h('tr', {},
+    clear(keysBox, table(['Access key', 'Created', 'Actions'], keys.map(k => h('tr', { 'data-key': k.access_key },
       h('td', {}, h('code', {}, k.access_key)), h('td', {}, fmtTime(k.created)),
       h('td', {}, confirmButton('Revoke', async () => { await api('DELETE', `/v1/tenants/${enc}/keys/${encodeURIComponent(k.access_key)}`); toast('Key revoked.'); await loadKeys(); })))),
     { label: 'Access keys', empty: 'No access key.' }),
