@@ -192,3 +192,39 @@ func TestFlowsAreBounded(t *testing.T) {
 		t.Fatalf("after pruning a new class gets %s", sh.f.Class)
 	}
 }
+
+// Low-level work is preferred: with both background classes busy, the
+// first (flush) may take all the spare, and the next (compaction) gets what
+// flush did not use over the last period, exactly.
+func TestPriorityPrefersLowLevelWork(t *testing.T) {
+	const capacity, floor = 400 << 20, 1 << 20
+	e := NewEnforcer(EnforcerConfig{Controller: ControllerPriority, Priority: PriorityConfig{
+		Background: []string{"flush", "compaction"}, Threshold: 10 << 20, Capacity: capacity, Floor: floor,
+	}})
+	fl, cp := admitAs(t, e, "t1", "flush"), admitAs(t, e, "t1", "compaction")
+	defer fl.Done()
+	defer cp.Done()
+	e.Step()
+	flush, compaction := flowOf(e, "t1", "flush"), flowOf(e, "t1", "compaction")
+	if flush.Rate() != capacity || compaction.Rate() != capacity {
+		t.Fatalf("neither moved anything: flush %v, compaction %v, want the spare for both", flush.Rate(), compaction.Rate())
+	}
+	for _, s := range []*shaper{fl, cp} {
+		if _, err := s.Writer(io.Discard).Write(make([]byte, 1<<20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // a period long enough that 1 MiB is a small part of the spare
+	e.Step()
+	used := flush.Measured()
+	if used <= 0 || compaction.Measured() <= 0 {
+		t.Fatalf("measured flush %v, compaction %v", used, compaction.Measured())
+	}
+	want := math.Max(capacity-used, 0)
+	if want <= floor {
+		want = floor
+	}
+	if flush.Rate() != capacity || math.Abs(compaction.Rate()-want) > 1e-6 {
+		t.Fatalf("flush %v (want all the spare %v), compaction %v (want what flush left, %v)", flush.Rate(), float64(capacity), compaction.Rate(), want)
+	}
+}
