@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // wasmModule is a module built by `make wasm-examples` (bin/wasm, or
@@ -47,7 +51,7 @@ func TestWasmFleet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("filter create: %v %s", err, out)
 	}
-	gw1.policyAdd(t, fmt.Sprintf("FOR BUCKET %s/%s DO SET %s WITH key=fleet-key", tenant, bucket, name))
+	pol := gw1.policyAdd(t, fmt.Sprintf("FOR BUCKET %s/%s DO SET %s WITH key=fleet-key", tenant, bucket, name))
 
 	plain := bytes.Repeat([]byte("written through gateway 2, obfuscated by a module registered on gateway 1. "), 2000)
 	key := []byte("fleet-key")
@@ -90,6 +94,33 @@ func TestWasmFleet(t *testing.T) {
 		if got, _ := getBytes(t, cl2, bucket, k); !bytes.Equal(got, plain) {
 			t.Fatalf("%s through gateway 2: not the written bytes", k)
 		}
+	}
+
+	// Deleted through gateway 1 (its policy first, and --force: objects
+	// written through a reversible filter cannot be read back without
+	// it): gateway 2 drops it too. Its objects no longer read there,
+	// and a new object is stored as sent.
+	if out, err := gw1.ctl(t, "policy", "delete", pol[0].ID); err != nil {
+		t.Fatalf("policy delete: %v %s", err, out)
+	}
+	if out, err := gw1.ctl(t, "filter", "delete", name, "--force"); err != nil {
+		t.Fatalf("filter delete: %v %s", err, out)
+	}
+	eventually(t, 30*time.Second, "gateway 2 drops the deleted filter", func() error {
+		out, err := cl2.GetObject(context.Background(), &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("v1")})
+		if err == nil {
+			out.Body.Close()
+			return fmt.Errorf("v1 still reads through gateway 2")
+		}
+		t.Logf("v1 through gateway 2 after the deletion: %v", err)
+		return nil
+	})
+	putBytes(t, cl2, bucket, "v3", plain)
+	if got := c.backendObject(t, "fleet/"+bucket+"/v3"); !bytes.Equal(got, plain) {
+		t.Fatal("a PUT after the deletion did not store the bytes as sent")
+	}
+	if out, err := gw2.ctl(t, "filter", "show", name); err == nil {
+		t.Fatalf("filter show after the deletion: %s", out)
 	}
 }
 
