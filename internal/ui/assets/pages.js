@@ -509,7 +509,11 @@ async function nodes(root) {
 function genericTable(items, label) {
   const cols = [];
   for (const it of items) for (const k of Object.keys(it || {})) if (!cols.includes(k)) cols.push(k);
-  const cell = v => (v === null || v === undefined) ? '–' : (typeof v === 'object' ? JSON.stringify(v) : String(v));
+  // A nested record (a device's mount, its block device) reads as one
+  // "key: value" line per field rather than as JSON.
+  const flat = v => (v === null || v === undefined) ? '–' : Array.isArray(v) ? v.map(flat).join(', ') : (typeof v === 'object' ? JSON.stringify(v) : String(v));
+  const cell = v => (v !== null && typeof v === 'object' && !Array.isArray(v))
+    ? Object.entries(v).map(([k, x]) => h('div', { class: 'small' }, `${k}: ${flat(x)}`)) : flat(v);
   return table(cols, items.map(it => h('tr', {}, cols.map(c => h('td', { class: typeof it[c] === 'number' ? 'num' : null }, cell(it[c]))))), { label });
 }
 
