@@ -119,20 +119,25 @@ export function errorText(e) {
 }
 
 // confirmButton is a destructive button that asks for a second press
-// instead of a modal dialog.
-export function confirmButton(label, onConfirm) {
-  const b = h('button', { type: 'button', class: 'danger' }, label);
+// instead of a modal dialog. what names the row's object ("tenant acme"):
+// a list of buttons that all read "Delete" tells a screen reader nothing,
+// so each one's accessible name says what it acts on.
+export function confirmButton(label, onConfirm, what) {
+  const name = armed => (armed ? 'Confirm: ' + label.toLowerCase() : label) + (what ? ' ' + what : '');
+  const b = h('button', { type: 'button', class: 'danger', 'aria-label': what ? name(false) : null }, label);
+  const reset = () => { b.classList.remove('armed'); b.textContent = label; if (what) b.setAttribute('aria-label', name(false)); };
   let timer = null;
   b.addEventListener('click', async () => {
     if (!b.classList.contains('armed')) {
       b.classList.add('armed');
       b.textContent = 'Confirm: ' + label.toLowerCase();
-      timer = setTimeout(() => { b.classList.remove('armed'); b.textContent = label; }, 5000);
+      if (what) b.setAttribute('aria-label', name(true));
+      timer = setTimeout(reset, 5000);
       return;
     }
     clearTimeout(timer);
     b.disabled = true;
-    try { await onConfirm(); } catch (e) { toast(errorText(e)); b.disabled = false; b.classList.remove('armed'); b.textContent = label; }
+    try { await onConfirm(); } catch (e) { toast(errorText(e)); b.disabled = false; reset(); }
   });
   return b;
 }

@@ -180,7 +180,7 @@ async function tenants(root, ctx) {
         h('td', {}, h('a', { href: '#/tenants/' + encodeURIComponent(t.name) }, t.name)), h('td', {}, fmtTime(t.created)), ...usageCells(usage[i]),
         h('td', {}, h('div', { class: 'actions' },
           h('a', { href: '#/tenants/' + encodeURIComponent(t.name) }, 'Keys and plots'),
-          confirmButton('Delete', async () => { await api('DELETE', `/v1/tenants/${encodeURIComponent(t.name)}`); toast(`Tenant ${t.name} deleted.`); await load(); }))))),
+          confirmButton('Delete', async () => { await api('DELETE', `/v1/tenants/${encodeURIComponent(t.name)}`); toast(`Tenant ${t.name} deleted.`); await load(); }, `tenant ${t.name}`))))),
     { label: 'Tenants', empty: 'No tenant yet.' }));
   }
   await load();
@@ -209,7 +209,7 @@ async function tenantDetail(root, name, session) {
     const keys = (await api('GET', `/v1/tenants/${enc}/keys`)).keys || [];
     clear(keysBox, table(['Access key', 'Created', 'Actions'], keys.map(k => h('tr', { 'data-key': k.access_key },
       h('td', {}, h('code', {}, k.access_key)), h('td', {}, fmtTime(k.created)),
-      h('td', {}, confirmButton('Revoke', async () => { await api('DELETE', `/v1/tenants/${enc}/keys/${encodeURIComponent(k.access_key)}`); toast('Key revoked.'); await loadKeys(); })))),
+      h('td', {}, confirmButton('Revoke', async () => { await api('DELETE', `/v1/tenants/${enc}/keys/${encodeURIComponent(k.access_key)}`); toast('Key revoked.'); await loadKeys(); }, `access key ${k.access_key}`)))),
     { label: 'Access keys', empty: 'No access key.' }),
     h('p', { class: 'muted small' }, 'Secret keys are shown once, when a key is created.'));
   }
@@ -235,7 +235,7 @@ async function filters(root) {
           h('td', {}, f.owner ? 'tenant ' + f.owner : 'every tenant'),
           h('td', {}, (f.params || []).map(p => h('div', {}, h('code', {}, p.name), ` ${p.type}${p.default ? ' = ' + p.default : ''}${p.enum ? ' (' + p.enum.join('|') + ')' : ''}`))),
           h('td', {}, f.kind === 'wasm' && has(caps, '/filters/{filter}', 'delete')
-            ? confirmButton('Delete', async () => { await api('DELETE', '/v1/filters/' + encodeURIComponent(f.name)); toast(`Filter ${f.name} deleted.`); await load(); }) : null))),
+            ? confirmButton('Delete', async () => { await api('DELETE', '/v1/filters/' + encodeURIComponent(f.name)); toast(`Filter ${f.name} deleted.`); await load(); }, `filter ${f.name}`) : null))),
       { label: 'Filters' }));
     } catch (e) { clear(listBox, failure('Filter registry', e)); }
     if (!has(caps, '/filters/dependencies')) { clear(depBox, notAvailable('Filter dependencies')); return; }
@@ -244,7 +244,7 @@ async function filters(root) {
       clear(depBox, table(['Dependency', 'Owner', { label: 'Size', num: true }, 'SHA-256', 'Updated', ''], ds.map(d => h('tr', { 'data-dependency': d.name },
         h('td', {}, h('code', {}, d.name), d.doc ? h('div', { class: 'muted small' }, d.doc) : null), h('td', {}, d.owner || 'every tenant'),
         h('td', { class: 'num' }, fmtBytes(d.size)), h('td', {}, h('code', { class: 'small' }, (d.sha256 || '').slice(0, 16))), h('td', {}, fmtTime(d.updated)),
-        h('td', {}, confirmButton('Delete', async () => { await api('DELETE', '/v1/filters/dependencies/' + encodeURIComponent(d.name)); toast(`Dependency ${d.name} deleted.`); await load(); })))),
+        h('td', {}, confirmButton('Delete', async () => { await api('DELETE', '/v1/filters/dependencies/' + encodeURIComponent(d.name)); toast(`Dependency ${d.name} deleted.`); await load(); }, `dependency ${d.name}`)))),
       { label: 'Dependencies', empty: 'No dependency file.' }));
     } catch (e) { clear(depBox, failure('Filter dependencies', e)); }
   }
@@ -349,7 +349,7 @@ async function slos(root, { session }) {
         h('td', {}, rate(s.reservation)), h('td', {}, rate(s.get)), h('td', {}, rate(s.put)), h('td', {}, rate(s.limit)),
         h('td', {}, s.weight ? String(s.weight) : '–'), h('td', {}, s.ops ? String(s.ops) : '–'),
         admin ? h('td', {}, s.source === 'api' && has(caps, '/slos/{name}', 'delete')
-          ? confirmButton('Remove', async () => { await api('DELETE', '/v1/slos/' + encodeURIComponent(s.tenant)); toast('SLO removed.'); await loadSLOs(); renderList(); }) : null) : null)),
+          ? confirmButton('Remove', async () => { await api('DELETE', '/v1/slos/' + encodeURIComponent(s.tenant)); toast('SLO removed.'); await loadSLOs(); renderList(); }, `the SLO of ${s.tenant}`) : null) : null)),
       { label: 'SLOs', empty: 'No SLO set.' }));
   };
   renderList();
