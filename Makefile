@@ -95,8 +95,6 @@ bench: build
 	$(MAKE) $(VENV)/.installed
 	$(VENV)/bin/python bench/select_pushdown.py --bin $(BIN) --size $${SELECT_BENCH_SIZE:-1GiB}
 	$(GO) test -run='^$$' -bench=CSVScan -benchtime=3x -cpu=1 ./internal/s3select/
-	# seeds/003 Fig. 1-4: 2..32 concurrent 256 MiB GET streams from the disk, one thread per stream vs round-robin pool (Jain's index); classification cost.
-	./$(BIN) bench streams
 	# Dashboard: 4 KiB GETs with 10 dashboards streaming the live plots vs none (goal >= 0.98x).
 	FACET_BIN=$(abspath $(BIN)) $(GO) test -run='^$$' -bench=UIOverhead -benchtime=1x ./internal/bench/
 	# Caching over versitygw (seeds/001 Fig. 5 and 6(b)): dynamic caching on oscillating 1 MiB GETs, the Arctur-like trace with and without caching, PUT admission overhead.

@@ -245,25 +245,18 @@ func (h *handler) setVolumeThrottle(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (h *handler) createNBDClient(w http.ResponseWriter, r *http.Request) error {
-	v, err := h.vols()
-	if err != nil {
-		return err
-	}
-	var req NBDClientRequest
-	if err := decodeBody(r, w, &req); err != nil {
-		return err
-	}
-	cc, err := v.ClientCert(r.Context(), req.Tenant)
-	if err != nil {
-		return volumeError(err, r)
-	}
-	writeJSON(w, http.StatusCreated, cc)
-	return nil
+	return createTenantCredential(h, w, r, Volumes.ClientCert)
 }
 
 // createNBDPSK creates (or replaces) a tenant's NBD TLS pre-shared key;
 // the key is in the answer and nowhere else.
 func (h *handler) createNBDPSK(w http.ResponseWriter, r *http.Request) error {
+	return createTenantCredential(h, w, r, Volumes.CreateClientPSK)
+}
+
+// createTenantCredential answers the NBD credential requests, which differ
+// only in what they issue for the tenant named in the body.
+func createTenantCredential[T any](h *handler, w http.ResponseWriter, r *http.Request, issue func(Volumes, context.Context, string) (T, error)) error {
 	v, err := h.vols()
 	if err != nil {
 		return err
@@ -272,11 +265,11 @@ func (h *handler) createNBDPSK(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, w, &req); err != nil {
 		return err
 	}
-	k, err := v.CreateClientPSK(r.Context(), req.Tenant)
+	cred, err := issue(v, r.Context(), req.Tenant)
 	if err != nil {
 		return volumeError(err, r)
 	}
-	writeJSON(w, http.StatusCreated, k)
+	writeJSON(w, http.StatusCreated, cred)
 	return nil
 }
 
