@@ -55,8 +55,9 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("chromium is required (scripts/ensure-deps.sh installs Debian's chromium): %v", err)
 	}
 	// A configured capacity, so that the bandwidth controller assigns
-	// shares: the SLO plot draws acme's fair share.
-	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(8), []string{"FACET_QOS_CAPACITY=80MB/s"})
+	// shares: the SLO plot draws acme's fair share. A port of its own for
+	// the block stage (the Volumes page), not NBD's default one.
+	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(8), []string{"FACET_QOS_CAPACITY=80MB/s", "FACET_NBD_ADDR=" + freeAddr(t)})
 	base := "http://" + s.adminAddr
 	other := s.createTenant(t, "zeta-corp")
 	if _, err := s.ctl(t, "policy", "add", "FOR TENANT zeta-corp DO SET compression WITH engine=gzip"); err != nil {
@@ -346,6 +347,20 @@ func TestDashboardInChromium(t *testing.T) {
 	run("explain", chromedp.SendKeys(`#explain-form input[name="tenant"]`, "acme"), chromedp.Click(`#explain-form button[type="submit"]`))
 	poll("explained", `[...document.querySelectorAll("#explain-form + div td code")].some(c => c.textContent === "compression")`)
 	shot("policies-explain")
+	// For one object of a bucket with its own policy: that one's filter too.
+	acme := s.sdk(creds{Tenant: "acme", AccessKey: ak, SecretKey: sk})
+	mkBucket(t, acme, "acme-docs")
+	if _, err := s.ctl(t, "policy", "add", "FOR BUCKET acme/acme-docs DO SET noop"); err != nil {
+		t.Fatal(err)
+	}
+	run("explain an object",
+		chromedp.SendKeys(`#explain-form input[name="bucket"]`, "acme-docs"), chromedp.SendKeys(`#explain-form input[name="key"]`, "report.txt"),
+		chromedp.Click(`#explain-form button[type="submit"]`))
+	poll("object explained", `(() => {
+		const rows = [...document.querySelectorAll("#explain-form + div tr")].map(r => r.textContent);
+		return rows.some(r => r.startsWith("noop") && r.includes("acme/acme-docs")) && rows.some(r => r.startsWith("compression"));
+	})()`)
+	shot("policies-explain-object")
 	// The keyboard alone: Tab to a section link and Enter opens it.
 	evalJS[bool](t, ctx, `(() => { document.querySelector('nav a[data-page="controllers"]').focus(); return true; })()`)
 	run("keyboard", chromedp.KeyEvent("\r"), chromedp.WaitVisible(`section[data-page="controllers"] h1`))
@@ -408,8 +423,6 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	// What compression saved: acme's static policy compresses, so a
 	// repetitive object shows as far fewer stored bytes than written.
-	acme := s.sdk(creds{Tenant: "acme", AccessKey: ak, SecretKey: sk})
-	mkBucket(t, acme, "acme-docs")
 	putBytes(t, acme, "acme-docs", "repetitive.txt", bytes.Repeat([]byte("the same line, over and over again\n"), 30000))
 	page("#/tenants", `tr[data-tenant="acme"]`)
 	poll("stored vs logical", `(() => {
