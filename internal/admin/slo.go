@@ -6,14 +6,22 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/facet-sds/facet/internal/flowctx"
 )
 
 // SLOs and the bandwidth views (the sources' /bw API):
 //
-//	GET    /slos                every tenant's SLO: API records and those policies set
+//	GET    /slos                every SLO, tenants' and classes': API records and those policies set
 //	GET    /slos/{name}         one tenant's effective SLO
 //	PUT    /slos/{name}         set a tenant's SLO record (rates as "30MB/s" or bytes/s)
 //	DELETE /slos/{name}         remove the record (policies' SLOs stay)
+//
+// With ?class=NAME the last three address the SLO of the tenant's request
+// class NAME instead (the API's counterpart of a policy naming a
+// CONTEXT). At each level an API record takes precedence over policies,
+// whole: a tenant's record over the SET bandwidth policies for the tenant,
+// a class's over the CONTEXT policies for that tenant and class.
 //	GET    /bw                  per node and flow: rate asked (assigned) vs served, streams
 //	GET    /bw/osinfo           per node: capacity, asked vs served, active streams
 //	GET    /bw/nodes/{node}     one node's flows
@@ -27,11 +35,13 @@ type SLOSpec map[string]any
 // SLO is a tenant's SLO as the API shows it. Rates are bytes per second.
 type SLO struct {
 	Tenant string `json:"tenant"`
-	// Class is the request class a policy naming a CONTEXT gives this
-	// SLO ("" for the tenant's own).
+	// Class is the request class this SLO governs, set by a policy
+	// naming a CONTEXT or PUT /slos/{name}?class= ("" for the tenant's
+	// own).
 	Class string `json:"class,omitempty"`
 	// Source is "api" (PUT /slos) or "policy" (SET bandwidth); an API
-	// record takes precedence over policies for its tenant.
+	// record takes precedence over policies for its tenant, or for its
+	// tenant's class.
 	Source      string     `json:"source"`
 	Policy      string     `json:"policy,omitempty"` // the policy id, for source policy
 	Get         float64    `json:"get,omitempty"`
@@ -120,15 +130,17 @@ type BWView struct {
 // ErrInvalidSLO marks an SLO spec that does not validate.
 var ErrInvalidSLO = errors.New("invalid SLO")
 
-// ErrNoSuchSLO marks a tenant without an SLO.
+// ErrNoSuchSLO marks a tenant (or a tenant's class) without an SLO.
 var ErrNoSuchSLO = errors.New("no such SLO")
 
-// QoSService serves SLOs and the bandwidth views.
+// QoSService serves SLOs and the bandwidth views. A class "" is the
+// tenant's own SLO, any other the SLO of that request class of the tenant
+// (a valid class name: the handlers check it).
 type QoSService interface {
 	ListSLOs(ctx context.Context) ([]SLO, error)
-	GetSLO(ctx context.Context, tenant string) (SLO, error)
-	PutSLO(ctx context.Context, tenant string, spec SLOSpec) (SLO, error)
-	DeleteSLO(ctx context.Context, tenant string) error
+	GetSLO(ctx context.Context, tenant, class string) (SLO, error)
+	PutSLO(ctx context.Context, tenant, class string, spec SLOSpec) (SLO, error)
+	DeleteSLO(ctx context.Context, tenant, class string) error
 	Bandwidth(ctx context.Context) (BWView, error)
 }
 
@@ -139,14 +151,36 @@ func (h *handler) qosOrFail() (QoSService, error) {
 	return h.qos, nil
 }
 
-func sloErr(err error, tenant string) error {
+func sloErr(err error, tenant, class string) error {
 	switch {
 	case errors.Is(err, ErrInvalidSLO):
 		return apiErr(http.StatusBadRequest, "InvalidSLO", detail(err, ErrInvalidSLO))
+	case errors.Is(err, ErrNoSuchSLO) && class != "":
+		return apiErr(http.StatusNotFound, "NoSuchSLO", fmt.Sprintf("tenant %q has no SLO for class %q", tenant, class))
 	case errors.Is(err, ErrNoSuchSLO):
 		return apiErr(http.StatusNotFound, "NoSuchSLO", fmt.Sprintf("tenant %q has no SLO", tenant))
 	}
 	return err
+}
+
+// sloTarget is the tenant of /slos/{name} and the class its ?class= names
+// ("" for the tenant's own SLO); an empty or malformed class is a 400,
+// not the tenant's SLO by mistake.
+func sloTarget(r *http.Request) (tenant, class string, err error) {
+	tenant = r.PathValue("name")
+	q := r.URL.Query()
+	if !q.Has("class") {
+		return tenant, "", nil
+	}
+	if vs := q["class"]; len(vs) > 1 {
+		return "", "", apiErr(http.StatusBadRequest, "InvalidClassName", "give class once")
+	}
+	class = q.Get("class")
+	if !flowctx.ValidClass(class) {
+		return "", "", apiErr(http.StatusBadRequest, "InvalidClassName",
+			fmt.Sprintf("invalid request class %q: want 1-63 characters [a-z0-9][a-z0-9_.-]*", class))
+	}
+	return tenant, class, nil
 }
 
 func (h *handler) listSLOs(w http.ResponseWriter, r *http.Request) error {
@@ -167,9 +201,13 @@ func (h *handler) getSLO(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s, err := q.GetSLO(r.Context(), r.PathValue("name"))
+	tenant, class, err := sloTarget(r)
 	if err != nil {
-		return sloErr(err, r.PathValue("name"))
+		return err
+	}
+	s, err := q.GetSLO(r.Context(), tenant, class)
+	if err != nil {
+		return sloErr(err, tenant, class)
 	}
 	writeJSON(w, http.StatusOK, s)
 	return nil
@@ -180,13 +218,17 @@ func (h *handler) putSLO(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	tenant, class, err := sloTarget(r)
+	if err != nil {
+		return err
+	}
 	var spec SLOSpec
 	if err := decodeBody(r, w, &spec); err != nil {
 		return err
 	}
-	s, err := q.PutSLO(r.Context(), r.PathValue("name"), spec)
+	s, err := q.PutSLO(r.Context(), tenant, class, spec)
 	if err != nil {
-		return sloErr(err, r.PathValue("name"))
+		return sloErr(err, tenant, class)
 	}
 	writeJSON(w, http.StatusOK, s)
 	return nil
@@ -197,8 +239,12 @@ func (h *handler) deleteSLO(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := q.DeleteSLO(r.Context(), r.PathValue("name")); err != nil {
-		return sloErr(err, r.PathValue("name"))
+	tenant, class, err := sloTarget(r)
+	if err != nil {
+		return err
+	}
+	if err := q.DeleteSLO(r.Context(), tenant, class); err != nil {
+		return sloErr(err, tenant, class)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -19,28 +19,36 @@ func (f *fakeQoS) ListSLOs(context.Context) ([]SLO, error) {
 	return out, nil
 }
 
-func (f *fakeQoS) GetSLO(_ context.Context, t string) (SLO, error) {
-	s, ok := f.slos[t]
+// fakeQoS keeps SLOs by "tenant" or "tenant/class".
+func fakeKey(t, class string) string {
+	if class == "" {
+		return t
+	}
+	return t + "/" + class
+}
+
+func (f *fakeQoS) GetSLO(_ context.Context, t, class string) (SLO, error) {
+	s, ok := f.slos[fakeKey(t, class)]
 	if !ok {
 		return SLO{}, ErrNoSuchSLO
 	}
 	return s, nil
 }
 
-func (f *fakeQoS) PutSLO(_ context.Context, t string, spec SLOSpec) (SLO, error) {
+func (f *fakeQoS) PutSLO(_ context.Context, t, class string, spec SLOSpec) (SLO, error) {
 	v, ok := spec["get"].(string)
 	if !ok || v != "30MB/s" {
 		return SLO{}, fmt.Errorf("%w: get: want 30MB/s in this fake", ErrInvalidSLO)
 	}
-	f.slos[t] = SLO{Tenant: t, Source: "api", Get: 30e6}
-	return f.slos[t], nil
+	f.slos[fakeKey(t, class)] = SLO{Tenant: t, Class: class, Source: "api", Get: 30e6}
+	return f.slos[fakeKey(t, class)], nil
 }
 
-func (f *fakeQoS) DeleteSLO(_ context.Context, t string) error {
-	if _, ok := f.slos[t]; !ok {
+func (f *fakeQoS) DeleteSLO(_ context.Context, t, class string) error {
+	if _, ok := f.slos[fakeKey(t, class)]; !ok {
 		return ErrNoSuchSLO
 	}
-	delete(f.slos, t)
+	delete(f.slos, fakeKey(t, class))
 	return nil
 }
 
@@ -91,5 +99,51 @@ func TestSLORoutes(t *testing.T) {
 	}
 	if r := f.do(t, http.MethodGet, "/v1/bw", "", "Authorization", ""); r.status != http.StatusUnauthorized {
 		t.Fatalf("no token: %d", r.status)
+	}
+}
+
+// ?class= addresses the SLO of a tenant's request class, apart from the
+// tenant's own; a malformed class is a 400 that names it, never the
+// tenant's SLO by mistake.
+func TestClassSLORoutes(t *testing.T) {
+	f := newFixture(t)
+	q := &fakeQoS{slos: map[string]SLO{}}
+	f.h = New(Config{Store: f.store, Token: token, QoS: q})
+	if r := f.do(t, http.MethodPut, "/v1/slos/t1?class=compaction", `{"get":"30MB/s"}`); r.status != http.StatusOK ||
+		!strings.Contains(string(r.body), `"class": "compaction"`) {
+		t.Fatalf("put class: %d %s", r.status, r.body)
+	}
+	if _, ok := q.slos["t1"]; ok {
+		t.Fatal("a class's SLO was stored as the tenant's")
+	}
+	if r := f.do(t, http.MethodGet, "/v1/slos/t1", ""); r.status != http.StatusNotFound || !strings.Contains(string(r.body), `tenant \"t1\" has no SLO"`) {
+		t.Fatalf("tenant's SLO after a class's put: %d %s", r.status, r.body)
+	}
+	if r := f.do(t, http.MethodGet, "/v1/slos/t1?class=compaction", ""); r.status != http.StatusOK || !strings.Contains(string(r.body), `"class": "compaction"`) {
+		t.Fatalf("get class: %d %s", r.status, r.body)
+	}
+	if r := f.do(t, http.MethodGet, "/v1/slos/t1?class=flush", ""); r.status != http.StatusNotFound ||
+		!strings.Contains(string(r.body), `no SLO for class \"flush\"`) {
+		t.Fatalf("get unset class: %d %s", r.status, r.body)
+	}
+	for _, bad := range []string{"class=", "class=Compaction", "class=-x", "class=a%2Fb", "class=" + strings.Repeat("c", 64), "class=a&class=b"} {
+		for _, m := range []string{http.MethodPut, http.MethodGet, http.MethodDelete} {
+			r := f.do(t, m, "/v1/slos/t1?"+bad, `{"get":"30MB/s"}`)
+			if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "InvalidClassName") {
+				t.Errorf("%s ?%s: %d %s", m, bad, r.status, r.body)
+			}
+		}
+	}
+	if r := f.do(t, http.MethodGet, "/v1/slos/t1?class=Compaction", ""); !strings.Contains(string(r.body), `invalid request class \"Compaction\": want 1-63 characters`) {
+		t.Errorf("bad class message: %s", r.body)
+	}
+	if r := f.do(t, http.MethodPut, "/v1/slos/t1?class=compaction", `{"get":"-5MB/s"}`); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "InvalidSLO") {
+		t.Fatalf("bad class put: %d %s", r.status, r.body)
+	}
+	if r := f.do(t, http.MethodDelete, "/v1/slos/t1?class=compaction", ""); r.status != http.StatusNoContent {
+		t.Fatalf("delete class: %d %s", r.status, r.body)
+	}
+	if r := f.do(t, http.MethodDelete, "/v1/slos/t1?class=compaction", ""); r.status != http.StatusNotFound {
+		t.Fatalf("delete class twice: %d %s", r.status, r.body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -14,13 +15,16 @@ import (
 // Commands for SLOs (/slos) and the bandwidth views (/bw).
 
 func (o *options) sloCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "slo", Short: "Set, show, list and delete tenants' bandwidth and ops SLOs", Args: cobra.NoArgs}
+	cmd := &cobra.Command{Use: "slo", Short: "Set, show, list and delete tenants' (and their request classes') bandwidth and ops SLOs", Args: cobra.NoArgs}
 	spec := map[string]*string{}
+	var setClass, getClass, delClass string
 	set := &cobra.Command{
-		Use:   "set TENANT",
-		Short: "Set a tenant's SLO record (it takes precedence over policies' SET bandwidth for that tenant)",
+		Use: "set TENANT",
+		Short: "Set a tenant's SLO record, or with --class its request class's (it takes precedence over policies' SET bandwidth " +
+			"for that tenant, or over CONTEXT policies for that class)",
 		Example: "  facet ctl slo set t1 --get 30MB/s --put 10MB/s --limit 200MB/s --weight 2\n" +
-			"  facet ctl slo set t2 --reservation 20MB/s --ops 100 --background 5MB/s",
+			"  facet ctl slo set t2 --reservation 20MB/s --ops 100 --background 5MB/s\n" +
+			"  facet ctl slo set t1 --class compaction --reservation 5MB/s --limit 20MB/s",
 		Args: cobra.ExactArgs(1),
 		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
 			body := admin.SLOSpec{}
@@ -33,7 +37,7 @@ func (o *options) sloCommand() *cobra.Command {
 				return fmt.Errorf("slo set: give at least one of --get, --put, --reservation, --limit, --weight, --ops, --background")
 			}
 			var out admin.SLO
-			if err := c.do(ctx, http.MethodPut, "/slos/"+seg(args[0]), body, &out); err != nil {
+			if err := c.do(ctx, http.MethodPut, sloPath(args[0], setClass), body, &out); err != nil {
 				return err
 			}
 			return p.print(out, sloHeader, [][]string{sloRow(out)})
@@ -46,18 +50,38 @@ func (o *options) sloCommand() *cobra.Command {
 	} {
 		spec[f.name] = set.Flags().String(f.name, "", f.help)
 	}
-	cmd.AddCommand(set, &cobra.Command{
+	set.Flags().StringVar(&setClass, "class", "", "the tenant's request class (x-facet-context class=...) the SLO governs, instead of the tenant")
+	get := &cobra.Command{
 		Use:   "get TENANT",
-		Short: "Show a tenant's effective SLO and where it comes from",
+		Short: "Show a tenant's effective SLO, or with --class its class's, and where it comes from",
 		Args:  cobra.ExactArgs(1),
 		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
 			var out admin.SLO
-			if err := c.do(ctx, http.MethodGet, "/slos/"+seg(args[0]), nil, &out); err != nil {
+			if err := c.do(ctx, http.MethodGet, sloPath(args[0], getClass), nil, &out); err != nil {
 				return err
 			}
 			return p.print(out, sloHeader, [][]string{sloRow(out)})
 		}),
-	}, &cobra.Command{
+	}
+	get.Flags().StringVar(&getClass, "class", "", "the tenant's request class")
+	del := &cobra.Command{
+		Use:     "delete TENANT",
+		Aliases: []string{"unset"},
+		Short:   "Delete a tenant's SLO record, or with --class its class's (policies' SLOs stay)",
+		Args:    cobra.ExactArgs(1),
+		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
+			if err := c.do(ctx, http.MethodDelete, sloPath(args[0], delClass), nil, nil); err != nil {
+				return err
+			}
+			who := args[0]
+			if delClass != "" {
+				who += " CONTEXT " + delClass
+			}
+			return p.print(map[string]string{"deleted": args[0], "class": delClass}, []string{"DELETED"}, [][]string{{who}})
+		}),
+	}
+	del.Flags().StringVar(&delClass, "class", "", "the tenant's request class")
+	cmd.AddCommand(set, get, &cobra.Command{
 		Use:   "list",
 		Short: "List SLOs: API records and those policies set",
 		Args:  cobra.NoArgs,
@@ -72,18 +96,17 @@ func (o *options) sloCommand() *cobra.Command {
 			}
 			return p.print(out, sloHeader, rows)
 		}),
-	}, &cobra.Command{
-		Use:   "delete TENANT",
-		Short: "Delete a tenant's SLO record (policies' SLOs stay)",
-		Args:  cobra.ExactArgs(1),
-		RunE: o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
-			if err := c.do(ctx, http.MethodDelete, "/slos/"+seg(args[0]), nil, nil); err != nil {
-				return err
-			}
-			return p.print(map[string]string{"deleted": args[0]}, []string{"DELETED"}, [][]string{{args[0]}})
-		}),
-	})
+	}, del)
 	return cmd
+}
+
+// sloPath is the API path of tenant's SLO, or of its class's.
+func sloPath(tenant, class string) string {
+	p := "/slos/" + seg(tenant)
+	if class != "" {
+		p += "?class=" + url.QueryEscape(class)
+	}
+	return p
 }
 
 var sloHeader = []string{"TENANT", "SOURCE", "GET", "PUT", "RESERVATION", "LIMIT", "WEIGHT", "OPS", "BACKGROUND"}

@@ -28,7 +28,7 @@ const (
 	tblGroups        = "groups"         // group name -> groupRecord
 	tblPolicies      = "policies"       // policy id -> policyRecord
 	tblPolicyNames   = "policy_names"   // policy name -> policy id
-	tblSLOs          = "slos"           // tenant -> sloRecord
+	tblSLOs          = "slos"           // tenant, or tenant\x00class -> sloRecord
 	tblDataKeys      = "data_keys"      // tenant -> dataKeysRecord
 	tblFilters       = "filters"        // filter name -> filterRecord
 	tblLeases        = "leases"         // lease name -> leaseRecord

@@ -338,6 +338,42 @@ func TestSLOs(t *testing.T) {
 		if err := s.DeleteSLO(ctx, "t1"); !errors.Is(err, ErrSLONotFound) {
 			t.Fatalf("second delete: %v", err)
 		}
+
+		// A class's SLO is a record of its own, next to the tenant's.
+		mustNil(t, "put class", versionStep(t, s, 1, "put class", func() error {
+			_, err := s.PutClassSLO(ctx, "t0", "compaction", json.RawMessage(`{"limit":2}`))
+			return err
+		}))
+		if got, err := s.GetClassSLO(ctx, "t0", "compaction"); err != nil || got.Tenant != "t0" || got.Class != "compaction" || string(got.Spec) != `{"limit":2}` {
+			t.Fatalf("GetClassSLO = %+v, %v", got, err)
+		}
+		if got, err := s.GetSLO(ctx, "t0"); err != nil || got.Class != "" || string(got.Spec) != `{"put":2}` {
+			t.Fatalf("tenant's SLO after a class's: %+v, %v", got, err)
+		}
+		if _, err := s.GetClassSLO(ctx, "t0", "flush"); !errors.Is(err, ErrSLONotFound) {
+			t.Fatalf("unset class: %v", err)
+		}
+		// The record's key cannot be reached as a tenant name.
+		if _, err := s.GetSLO(ctx, "t0\x00compaction"); !errors.Is(err, ErrSLONotFound) {
+			t.Fatalf("class record through GetSLO: %v", err)
+		}
+		list, err = s.ListSLOs(ctx)
+		if err != nil || len(list) != 2 || list[0].Class != "" || list[1].Class != "compaction" {
+			t.Fatalf("ListSLOs with a class = %+v, %v", list, err)
+		}
+		if _, err := s.PutClassSLO(ctx, "t0", "Compaction!", spec); !errors.Is(err, ErrInvalidClassName) {
+			t.Fatalf("bad class: %v", err)
+		}
+		if _, err := s.PutClassSLO(ctx, "Bad", "compaction", spec); !errors.Is(err, ErrInvalidTenantName) {
+			t.Fatalf("bad tenant with a class: %v", err)
+		}
+		mustNil(t, "delete class", s.DeleteClassSLO(ctx, "t0", "compaction"))
+		if err := s.DeleteClassSLO(ctx, "t0", "compaction"); !errors.Is(err, ErrSLONotFound) {
+			t.Fatalf("second class delete: %v", err)
+		}
+		if _, err := s.GetSLO(ctx, "t0"); err != nil {
+			t.Fatalf("tenant's SLO after the class's delete: %v", err)
+		}
 	})
 }
 

@@ -48,7 +48,8 @@ var (
 	ErrPolicyNotFound  = errors.New("no such policy")
 	ErrPolicyNameTaken = errors.New("policy name already in use")
 
-	ErrSLONotFound = errors.New("no SLO for tenant")
+	ErrSLONotFound      = errors.New("no SLO for tenant")
+	ErrInvalidClassName = errors.New("invalid request class name")
 
 	ErrInvalidFilterName = errors.New("invalid filter name")
 	ErrFilterNotFound    = errors.New("no such filter")

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
-	"github.com/facet-sds/facet/internal/control"
 	"github.com/facet-sds/facet/internal/controller"
 	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/meta"
@@ -47,7 +45,9 @@ type contextRuntime struct {
 
 var _ admin.ContextService = (*contextRuntime)(nil)
 
-func startContext(ctx context.Context, opts ContextOptions, store *meta.Store, policies *control.Service, next s3api.QoS, logger *slog.Logger) (*contextRuntime, error) {
+// limits are the classes' SLOs (API class records over CONTEXT policies,
+// sloCache.classLimits).
+func startContext(ctx context.Context, opts ContextOptions, store *meta.Store, limits flowctx.LimitSource, next s3api.QoS, logger *slog.Logger) (*contextRuntime, error) {
 	if opts.Controller == "" {
 		opts.Controller = flowctx.ControllerLimits
 	}
@@ -64,7 +64,7 @@ func startContext(ctx context.Context, opts ContextOptions, store *meta.Store, p
 	go reg.Run(ctx, time.Second)
 	enf := flowctx.NewEnforcer(flowctx.EnforcerConfig{
 		Rules:      reg.Rules,
-		Limits:     contextLimits(policies),
+		Limits:     limits,
 		Controller: opts.Controller,
 		Priority:   flowctx.PriorityConfig{Background: opts.Background, Threshold: opts.Threshold, Capacity: opts.Capacity, Floor: opts.Floor},
 		Period:     opts.Period,
@@ -75,21 +75,6 @@ func startContext(ctx context.Context, opts ContextOptions, store *meta.Store, p
 	// (supervised()), on every gateway: it enforces locally.
 	logger.Info("request classes", "controller", opts.Controller)
 	return &contextRuntime{store: store, registry: reg, enforcer: enf, ctrl: opts.Controller}, nil
-}
-
-// contextLimits reads the CONTEXT policies' limit and reservation.
-func contextLimits(policies *control.Service) flowctx.LimitSource {
-	return func(tenant, class string) (float64, float64, bool) {
-		p, ok := policies.ContextBandwidth(tenant, class)
-		if !ok {
-			return 0, 0, false
-		}
-		num := func(k string) float64 {
-			v, _ := strconv.ParseFloat(p[k], 64)
-			return v
-		}
-		return num("limit"), num("reservation"), true
-	}
 }
 
 func (c *contextRuntime) Rules(ctx context.Context, tenant string) (flowctx.Rules, error) {

@@ -63,6 +63,9 @@ type sloStore interface {
 	GetSLO(ctx context.Context, tenant string) (meta.SLO, error)
 	ListSLOs(ctx context.Context) ([]meta.SLO, error)
 	DeleteSLO(ctx context.Context, tenant string) error
+	PutClassSLO(ctx context.Context, tenant, class string, spec []byte) (meta.SLO, error)
+	GetClassSLO(ctx context.Context, tenant, class string) (meta.SLO, error)
+	DeleteClassSLO(ctx context.Context, tenant, class string) error
 }
 
 // metaSLOs adapts *meta.Store (json.RawMessage specs) to sloStore.
@@ -74,6 +77,15 @@ func (m metaSLOs) PutSLO(ctx context.Context, tenant string, spec []byte) (meta.
 func (m metaSLOs) GetSLO(ctx context.Context, t string) (meta.SLO, error) { return m.s.GetSLO(ctx, t) }
 func (m metaSLOs) ListSLOs(ctx context.Context) ([]meta.SLO, error)       { return m.s.ListSLOs(ctx) }
 func (m metaSLOs) DeleteSLO(ctx context.Context, t string) error          { return m.s.DeleteSLO(ctx, t) }
+func (m metaSLOs) PutClassSLO(ctx context.Context, tenant, class string, spec []byte) (meta.SLO, error) {
+	return m.s.PutClassSLO(ctx, tenant, class, spec)
+}
+func (m metaSLOs) GetClassSLO(ctx context.Context, t, class string) (meta.SLO, error) {
+	return m.s.GetClassSLO(ctx, t, class)
+}
+func (m metaSLOs) DeleteClassSLO(ctx context.Context, t, class string) error {
+	return m.s.DeleteClassSLO(ctx, t, class)
+}
 
 // policySLOs is what QoS reads of the policy table.
 type policySLOs interface {
@@ -85,22 +97,32 @@ type policySLOs interface {
 	ContextBandwidthSLOs() []policy.SLO
 }
 
-// sloCache is the effective SLO of every tenant, read from memory on the
-// data path: the store's API records (reloaded every period; the last
-// good copy is kept while the store is away) over the policy table's SET
-// bandwidth records.
+// sloCache is the effective SLO of every tenant and request class, read
+// from memory on the data path: the store's API records (reloaded every
+// period; the last good copy is kept while the store is away) over the
+// policy table's SET bandwidth records. The rule is one at both levels:
+// an API record replaces the policies' SLO of its tenant (PUT
+// /slos/{tenant}), or of its tenant's class (PUT /slos/{tenant}?class=),
+// whole, not field by field; the two levels stay apart (a tenant's record
+// does not touch its classes' SLOs, nor a class's its tenant's).
 type sloCache struct {
 	store    sloStore
 	policies policySLOs
 	log      *slog.Logger
 
-	api    atomic.Pointer[map[string]qos.SLO]
+	api    atomic.Pointer[sloRecords]
 	warned atomic.Bool
+}
+
+// sloRecords are the API records: the tenants' and their classes'.
+type sloRecords struct {
+	tenants map[string]qos.SLO
+	classes map[[2]string]qos.SLO // by tenant, class
 }
 
 func newSLOCache(store sloStore, policies policySLOs, logger *slog.Logger) *sloCache {
 	c := &sloCache{store: store, policies: policies, log: logger}
-	c.api.Store(&map[string]qos.SLO{})
+	c.api.Store(&sloRecords{tenants: map[string]qos.SLO{}, classes: map[[2]string]qos.SLO{}})
 	return c
 }
 
@@ -114,21 +136,25 @@ func (c *sloCache) refresh(ctx context.Context) {
 		return
 	}
 	c.warned.Store(false)
-	m := make(map[string]qos.SLO, len(list))
+	r := &sloRecords{tenants: make(map[string]qos.SLO, len(list)), classes: map[[2]string]qos.SLO{}}
 	for _, s := range list {
 		slo, err := qos.DecodeSLO(s.Spec)
 		if err != nil {
-			c.log.Warn("stored SLO ignored", "tenant", s.Tenant, "err", err)
+			c.log.Warn("stored SLO ignored", "tenant", s.Tenant, "class", s.Class, "err", err)
 			continue
 		}
-		m[s.Tenant] = slo
+		if s.Class != "" {
+			r.classes[[2]string{s.Tenant, s.Class}] = slo
+			continue
+		}
+		r.tenants[s.Tenant] = slo
 	}
-	c.api.Store(&m)
+	c.api.Store(r)
 }
 
 // SLO implements qos.SLOSource.
 func (c *sloCache) SLO(tenant string) (qos.SLO, bool) {
-	if s, ok := (*c.api.Load())[tenant]; ok {
+	if s, ok := c.api.Load().tenants[tenant]; ok {
 		return s, true
 	}
 	if c.policies == nil {
@@ -142,9 +168,12 @@ func (c *sloCache) SLO(tenant string) (qos.SLO, bool) {
 	return s, err == nil
 }
 
-// ClassSLO implements qos.ClassSLOSource: the SLO a policy naming a
-// CONTEXT sets for tenant's class.
+// ClassSLO implements qos.ClassSLOSource: the SLO of tenant's class, an
+// API record's or else the one a policy naming a CONTEXT sets.
 func (c *sloCache) ClassSLO(tenant, class string) (qos.SLO, bool) {
+	if s, ok := c.api.Load().classes[[2]string{tenant, class}]; ok {
+		return s, true
+	}
 	if c.policies == nil {
 		return qos.SLO{}, false
 	}
@@ -154,6 +183,29 @@ func (c *sloCache) ClassSLO(tenant, class string) (qos.SLO, bool) {
 	}
 	s, err := qos.SLOFromParams(p)
 	return s, err == nil
+}
+
+// hasClass reports whether an SLO governs tenant's class, without
+// parsing it (on every request that names a class).
+func (c *sloCache) hasClass(tenant, class string) bool {
+	if _, ok := c.api.Load().classes[[2]string{tenant, class}]; ok {
+		return true
+	}
+	if c.policies == nil {
+		return false
+	}
+	_, ok := c.policies.ContextBandwidth(tenant, class)
+	return ok
+}
+
+// classLimits is the class stage's view (flowctx.LimitSource): the limit
+// and reservation of the class's SLO, bytes/s.
+func (c *sloCache) classLimits(tenant, class string) (float64, float64, bool) {
+	s, ok := c.ClassSLO(tenant, class)
+	if !ok {
+		return 0, 0, false
+	}
+	return s.Limit, s.Reservation, true
 }
 
 var _ qos.ClassSLOSource = (*sloCache)(nil)
@@ -219,17 +271,15 @@ type s3QoS struct {
 }
 
 // Admit admits the request in its operation's flow, or in its context
-// class's flow when an SLO (a CONTEXT policy) governs that class: the
-// class's bytes are then one flow fleet-wide, which the bandwidth
-// controller splits across gateways like a tenant's.
+// class's flow when an SLO (an API class record or a CONTEXT policy)
+// governs that class: the class's bytes are then one flow fleet-wide,
+// which the bandwidth controller splits across gateways like a tenant's.
 func (a s3QoS) Admit(ctx context.Context, tenant, method string) (s3api.Shaper, error) {
 	c := qos.ClassOf(method)
-	if r := flowctx.From(ctx); r != nil && r.Class != "" && a.slos.policies != nil {
-		// On every request: whether a policy names the class, not its
-		// parsed SLO (the limiter reads that when the flow is made).
-		if _, ok := a.slos.policies.ContextBandwidth(tenant, r.Class); ok {
-			c = qos.ContextClass(r.Class)
-		}
+	// On every request: whether an SLO names the class, not its parsed
+	// SLO (the limiter reads that when the flow is made).
+	if r := flowctx.From(ctx); r != nil && r.Class != "" && a.slos.hasClass(tenant, r.Class) {
+		c = qos.ContextClass(r.Class)
 	}
 	return a.l.Admit(ctx, tenant, c)
 }
@@ -279,13 +329,19 @@ func (a qosAPI) ListSLOs(ctx context.Context) ([]admin.SLO, error) {
 	}
 	out := []admin.SLO{}
 	seen := map[string]bool{}
+	done := map[[2]string]bool{} // classes with an API record
 	for _, s := range list {
 		slo, err := qos.DecodeSLO(s.Spec)
 		if err != nil {
 			continue
 		}
-		seen[s.Tenant] = true
-		out = append(out, sloOut(s.Tenant, "api", "", slo, s.Updated))
+		o := sloOut(s.Tenant, "api", "", slo, s.Updated)
+		if o.Class = s.Class; s.Class != "" {
+			done[[2]string{s.Tenant, s.Class}] = true
+		} else {
+			seen[s.Tenant] = true
+		}
+		out = append(out, o)
 	}
 	if a.q.slos.policies != nil {
 		for _, p := range a.q.slos.policies.BandwidthSLOs() {
@@ -303,8 +359,8 @@ func (a qosAPI) ListSLOs(ctx context.Context) ([]admin.SLO, error) {
 		}
 	}
 	if a.q.slos.policies != nil {
-		// The classes' SLOs, each as in force (the latest, most specific).
-		done := map[[2]string]bool{}
+		// The classes' SLOs, each as in force (the latest, most
+		// specific), unless an API record replaces it.
 		for _, p := range a.q.slos.policies.ContextBandwidthSLOs() {
 			name := cmp.Or(p.Target, "*")
 			k := [2]string{name, p.Context}
@@ -336,7 +392,10 @@ func sloOut(tenant, source, policyID string, s qos.SLO, updated time.Time) admin
 	return out
 }
 
-func (a qosAPI) GetSLO(ctx context.Context, tenant string) (admin.SLO, error) {
+func (a qosAPI) GetSLO(ctx context.Context, tenant, class string) (admin.SLO, error) {
+	if class != "" {
+		return a.getClassSLO(ctx, tenant, class)
+	}
 	s, err := a.q.store.GetSLO(ctx, tenant)
 	if err == nil {
 		slo, derr := qos.DecodeSLO(s.Spec)
@@ -358,26 +417,71 @@ func (a qosAPI) GetSLO(ctx context.Context, tenant string) (admin.SLO, error) {
 	return admin.SLO{}, admin.ErrNoSuchSLO
 }
 
-func (a qosAPI) PutSLO(ctx context.Context, tenant string, spec admin.SLOSpec) (admin.SLO, error) {
+// getClassSLO is the SLO in force for tenant's class: its API record, or
+// the CONTEXT policies'.
+func (a qosAPI) getClassSLO(ctx context.Context, tenant, class string) (admin.SLO, error) {
+	s, err := a.q.store.GetClassSLO(ctx, tenant, class)
+	if err == nil {
+		slo, derr := qos.DecodeSLO(s.Spec)
+		if derr != nil {
+			return admin.SLO{}, derr
+		}
+		o := sloOut(tenant, "api", "", slo, s.Updated)
+		o.Class = class
+		return o, nil
+	}
+	if !errors.Is(err, meta.ErrSLONotFound) {
+		return admin.SLO{}, err
+	}
+	if a.q.slos.policies != nil {
+		if p, ok := a.q.slos.policies.ContextBandwidth(tenant, class); ok {
+			if slo, err := qos.SLOFromParams(p); err == nil {
+				o := sloOut(tenant, "policy", "", slo, time.Time{})
+				o.Class = class
+				return o, nil
+			}
+		}
+	}
+	return admin.SLO{}, admin.ErrNoSuchSLO
+}
+
+func (a qosAPI) PutSLO(ctx context.Context, tenant, class string, spec admin.SLOSpec) (admin.SLO, error) {
 	slo, err := ParseSLOSpec(spec)
 	if err != nil {
 		return admin.SLO{}, err
+	}
+	if class != "" && slo.Background > 0 {
+		// The tenant's background class is Facet's own work; a request
+		// class has none to cap.
+		return admin.SLO{}, fmt.Errorf("%w: background: a request class has no background work (set it on the tenant's SLO)", admin.ErrInvalidSLO)
 	}
 	data, err := jsonSLO(slo)
 	if err != nil {
 		return admin.SLO{}, err
 	}
-	s, err := a.q.store.PutSLO(ctx, tenant, data)
+	var s meta.SLO
+	if class != "" {
+		s, err = a.q.store.PutClassSLO(ctx, tenant, class, data)
+	} else {
+		s, err = a.q.store.PutSLO(ctx, tenant, data)
+	}
 	if err != nil {
 		return admin.SLO{}, err
 	}
 	a.q.slos.refresh(ctx)
 	a.q.limiter.Refresh() // here at once; other gateways at their next period
-	return sloOut(tenant, "api", "", slo, s.Updated), nil
+	o := sloOut(tenant, "api", "", slo, s.Updated)
+	o.Class = class
+	return o, nil
 }
 
-func (a qosAPI) DeleteSLO(ctx context.Context, tenant string) error {
-	err := a.q.store.DeleteSLO(ctx, tenant)
+func (a qosAPI) DeleteSLO(ctx context.Context, tenant, class string) error {
+	var err error
+	if class != "" {
+		err = a.q.store.DeleteClassSLO(ctx, tenant, class)
+	} else {
+		err = a.q.store.DeleteSLO(ctx, tenant)
+	}
 	if errors.Is(err, meta.ErrSLONotFound) {
 		return admin.ErrNoSuchSLO
 	}
@@ -455,11 +559,14 @@ func ParseSLOSpec(spec admin.SLOSpec) (qos.SLO, error) {
 			v = strings.TrimSpace(x)
 		case float64:
 			if x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
-				return qos.SLO{}, fmt.Errorf("%w: %s: want a non-negative number", admin.ErrInvalidSLO, k)
+				return qos.SLO{}, fmt.Errorf("%w: %s=%v: want a finite, non-negative number", admin.ErrInvalidSLO, k, x)
 			}
 			v = strconv.FormatFloat(x, 'f', -1, 64)
 		default:
 			return qos.SLO{}, fmt.Errorf("%w: %s: want a number or a string such as \"30MB/s\"", admin.ErrInvalidSLO, k)
+		}
+		if strings.HasPrefix(v, "-") {
+			return qos.SLO{}, fmt.Errorf("%w: %s=%q: must not be negative", admin.ErrInvalidSLO, k, v)
 		}
 		if !sloValueRE.MatchString(v) {
 			return qos.SLO{}, fmt.Errorf("%w: %s=%q: want a number with an optional unit, such as 30MB/s", admin.ErrInvalidSLO, k, v)

@@ -181,7 +181,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("qos: %w", err)
 	}
 	go qr.cleanup(ctx, backend, store, logger)
-	cr, err := startContext(ctx, opts.Context, store, policies, qr.s3(), logger)
+	cr, err := startContext(ctx, opts.Context, store, qr.slos.classLimits, qr.s3(), logger)
 	if err != nil {
 		return fmt.Errorf("request classes: %w", err)
 	}
