@@ -170,11 +170,15 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	}
 
-	// fits: the page is no wider than the window.
+	// fits: the page is no wider than the window, and no table cell with
+	// a sentence in it is squeezed to a word a line.
 	fits := func(where string) {
 		t.Helper()
 		if w := evalJS[[]int](t, ctx, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
 			t.Errorf("%s is %d px wide in a %d px window", where, w[0], w[1])
+		}
+		if narrow := evalJS[[]string](t, ctx, squeezedCells); len(narrow) > 0 {
+			t.Errorf("%s: table cells squeezed narrow: %q", where, narrow)
 		}
 	}
 	// labelled: every visible control has an accessible name.
@@ -526,6 +530,12 @@ const unlabelledControls = `[...document.querySelectorAll("input:not([type=hidde
 		return true;
 	})
 	.map(el => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.name ? "[name=" + el.name + "]" : ""))`
+
+// squeezedCells lists visible table cells holding more than 40
+// characters of text in less than 160 px.
+const squeezedCells = `[...document.querySelectorAll("td")]
+	.filter(td => td.offsetParent !== null && td.textContent.trim().length > 40 && td.getBoundingClientRect().width < 160)
+	.map(td => td.textContent.trim().slice(0, 40))`
 
 // sameNamedDangerButtons lists the accessible names that more than one
 // destructive button of the page shares ("Delete" on every row).

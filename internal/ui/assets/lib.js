@@ -144,8 +144,16 @@ export function confirmButton(label, onConfirm, what) {
 
 export function table(headers, rows, opts) {
   const o = opts || {};
+  // A stacked table (opts.stack) shows each row as a block of labelled
+  // fields on a narrow screen (app.css), where long free text (a policy,
+  // a controller's reason) squeezed into columns reads one word a line.
+  if (o.stack) {
+    for (const r of rows) {
+      [...r.children].forEach((td, i) => { const hd = headers[i]; if (hd && (hd.label || hd)) td.dataset.label = hd.label || hd; });
+    }
+  }
   return h('div', { class: 'tablewrap' },
-    h('table', { 'aria-label': o.label || null },
+    h('table', { 'aria-label': o.label || null, class: o.stack ? 'stack' : null },
       h('thead', {}, h('tr', {}, headers.map(hd => h('th', { scope: 'col', class: hd.num ? 'num' : null }, hd.label || hd)))),
       h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: headers.length, class: 'muted' }, o.empty || 'Nothing yet.')))));
 }

@@ -236,7 +236,7 @@ async function filters(root) {
           h('td', {}, (f.params || []).map(p => h('div', {}, h('code', {}, p.name), ` ${p.type}${p.default ? ' = ' + p.default : ''}${p.enum ? ' (' + p.enum.join('|') + ')' : ''}`))),
           h('td', {}, f.kind === 'wasm' && has(caps, '/filters/{filter}', 'delete')
             ? confirmButton('Delete', async () => { await api('DELETE', '/v1/filters/' + encodeURIComponent(f.name)); toast(`Filter ${f.name} deleted.`); await load(); }, `filter ${f.name}`) : null))),
-      { label: 'Filters' }));
+      { label: 'Filters', stack: true }));
     } catch (e) { clear(listBox, failure('Filter registry', e)); }
     if (!has(caps, '/filters/dependencies')) { clear(depBox, notAvailable('Filter dependencies')); return; }
     try {
@@ -245,7 +245,7 @@ async function filters(root) {
         h('td', {}, h('code', {}, d.name), d.doc ? h('div', { class: 'muted small' }, d.doc) : null), h('td', {}, d.owner || 'every tenant'),
         h('td', { class: 'num' }, fmtBytes(d.size)), h('td', {}, h('code', { class: 'small' }, (d.sha256 || '').slice(0, 16))), h('td', {}, fmtTime(d.updated)),
         h('td', {}, confirmButton('Delete', async () => { await api('DELETE', '/v1/filters/dependencies/' + encodeURIComponent(d.name)); toast(`Dependency ${d.name} deleted.`); await load(); }, `dependency ${d.name}`)))),
-      { label: 'Dependencies', empty: 'No dependency file.' }));
+      { label: 'Dependencies', empty: 'No dependency file.', stack: true }));
     } catch (e) { clear(depBox, failure('Filter dependencies', e)); }
   }
   if (!has(caps, '/filters', 'post')) {
@@ -431,7 +431,7 @@ async function controllers(root) {
           h('td', { class: 'num' }, String(c.restarts)), h('td', {}, fmtTime(c.last_evaluation)),
           h('td', {}, (c.values || []).map(v => h('div', { class: 'small' }, `${v.metric}=${fmtNum(v.value, 2)} on ${v.target}`))),
           h('td', { class: 'small' }, c.reason || '', c.last_failure ? h('div', { class: 'error' }, c.last_failure) : null))),
-      { label: 'Controllers', empty: 'No controller runs.' }));
+      { label: 'Controllers', empty: 'No controller runs.', stack: true }));
     } catch (e) { clear(box, failure('Controllers', e)); }
   });
 }
@@ -514,7 +514,7 @@ function genericTable(items, label) {
   const flat = v => (v === null || v === undefined) ? '–' : Array.isArray(v) ? v.map(flat).join(', ') : (typeof v === 'object' ? JSON.stringify(v) : String(v));
   const cell = v => (v !== null && typeof v === 'object' && !Array.isArray(v))
     ? Object.entries(v).map(([k, x]) => h('div', { class: 'small' }, `${k}: ${flat(x)}`)) : flat(v);
-  return table(cols, items.map(it => h('tr', {}, cols.map(c => h('td', { class: typeof it[c] === 'number' ? 'num' : null }, cell(it[c]))))), { label });
+  return table(cols, items.map(it => h('tr', {}, cols.map(c => h('td', { class: typeof it[c] === 'number' ? 'num' : null }, cell(it[c]))))), { label, stack: true });
 }
 
 // ---- Volumes and pools ----------------------------------------------------

@@ -55,7 +55,7 @@ export async function policiesPage(root, { session }) {
           h('td', {}, h('span', { class: 'badge ' + p.show }, showLabel[p.show] || p.show)),
           h('td', { class: 'small' }, describe(p)),
           h('td', {}, admin ? confirmButton('Delete', async () => { await api('DELETE', '/v1/policies/' + encodeURIComponent(p.id)); toast('Policy deleted.'); await loadList(); }, `policy ${p.name || p.id}`) : null))),
-      { label: 'Policies', empty: 'No policy.' }));
+      { label: 'Policies', empty: 'No policy.', stack: true }));
     } catch (e) { clear(listBox, h('p', { class: 'error' }, errorText(e))); }
   }
   await loadList();
