@@ -50,7 +50,8 @@ func (o *options) sloCommand() *cobra.Command {
 	} {
 		spec[f.name] = set.Flags().String(f.name, "", f.help)
 	}
-	set.Flags().StringVar(&setClass, "class", "", "the tenant's request class (x-facet-context class=...) the SLO governs, instead of the tenant")
+	set.Flags().StringVar(&setClass, "class", "", "the tenant's request class (x-facet-context class=...) the SLO governs, instead of the tenant "+
+		"(then --reservation, --limit, --weight, --ops: a class's bytes are one flow, without --get/--put or --background)")
 	get := &cobra.Command{
 		Use:   "get TENANT",
 		Short: "Show a tenant's effective SLO, or with --class its class's, and where it comes from",

@@ -450,10 +450,10 @@ func (a qosAPI) PutSLO(ctx context.Context, tenant, class string, spec admin.SLO
 	if err != nil {
 		return admin.SLO{}, err
 	}
-	if class != "" && slo.Background > 0 {
-		// The tenant's background class is Facet's own work; a request
-		// class has none to cap.
-		return admin.SLO{}, fmt.Errorf("%w: background: a request class has no background work (set it on the tenant's SLO)", admin.ErrInvalidSLO)
+	if class != "" {
+		if err := classSpecCheck(spec); err != nil {
+			return admin.SLO{}, err
+		}
 	}
 	data, err := jsonSLO(slo)
 	if err != nil {
@@ -473,6 +473,22 @@ func (a qosAPI) PutSLO(ctx context.Context, tenant, class string, spec admin.SLO
 	o := sloOut(tenant, "api", "", slo, s.Updated)
 	o.Class = class
 	return o, nil
+}
+
+// classSpecCheck refuses the SLO parameters a request class has no use
+// for, rather than keeping them unread (a policy naming a CONTEXT
+// ignores them; the API says so).
+func classSpecCheck(spec admin.SLOSpec) error {
+	for _, k := range []string{"get", "put"} {
+		if _, ok := spec[k]; ok {
+			return fmt.Errorf("%w: %s: a request class's bytes are one flow in both directions; give its guaranteed rate as reservation", admin.ErrInvalidSLO, k)
+		}
+	}
+	if _, ok := spec["background"]; ok {
+		// The tenant's background class is Facet's own work.
+		return fmt.Errorf("%w: background: a request class has no background work (set it on the tenant's SLO)", admin.ErrInvalidSLO)
+	}
+	return nil
 }
 
 func (a qosAPI) DeleteSLO(ctx context.Context, tenant, class string) error {

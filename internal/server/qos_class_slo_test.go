@@ -127,6 +127,8 @@ func TestClassSLOThroughTheAPI(t *testing.T) {
 		{admin.SLOSpec{"limit": "-20MB/s"}, `limit="-20MB/s": must not be negative`},
 		{admin.SLOSpec{"limit": -1.0}, `limit=-1: want a finite, non-negative number`},
 		{admin.SLOSpec{"background": "5MB/s"}, "a request class has no background work"},
+		{admin.SLOSpec{"get": "5MB/s", "limit": "20MB/s"}, "get: a request class's bytes are one flow in both directions; give its guaranteed rate as reservation"},
+		{admin.SLOSpec{"put": "5MB/s"}, "put: a request class's bytes are one flow"},
 		{admin.SLOSpec{"limit": "20 parsecs"}, `limit="20 parsecs"`},
 	} {
 		if _, err := api.PutSLO(ctx, "t1", "compaction", c.spec); !errors.Is(err, admin.ErrInvalidSLO) || !strings.Contains(err.Error(), c.want) {

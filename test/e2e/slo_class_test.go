@@ -34,6 +34,7 @@ func TestClassSLOThroughCtl(t *testing.T) {
 		{[]string{"--class", "Compaction!", "--limit", "2MB/s"}, `InvalidClassName`},
 		{[]string{"--class", "compaction", "--limit", "-5MB/s"}, `limit="-5MB/s": must not be negative`},
 		{[]string{"--class", "compaction", "--background", "5MB/s"}, `a request class has no background work`},
+		{[]string{"--class", "compaction", "--get", "5MB/s", "--limit", "20MB/s"}, `give its guaranteed rate as reservation`},
 	} {
 		out, err := s.ctl(t, append([]string{"slo", "set", "cs1"}, bad.args...)...)
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
