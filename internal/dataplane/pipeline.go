@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -144,6 +145,11 @@ func lastTransformer(steps []Step) int {
 	return last
 }
 
+// ErrFilterUnavailable marks an object this node cannot read back: the
+// filter that wrote it (or that version of it) is not loaded here, because
+// it was deleted (--force) or this node has not loaded it yet.
+var ErrFilterUnavailable = errors.New("the filter that wrote it is not loaded on this server")
+
 // Decoders builds filter instances able to undo recorded plans.
 type Decoders struct {
 	Registry FilterLookup
@@ -162,10 +168,10 @@ func (d Decoders) Open(ctx context.Context, req *filter.Request, plan Plan, stor
 		k, start := len(plan.Records)-1-i, clock.begin()
 		info, ok := d.Registry.Lookup(rec.Filter)
 		if !ok {
-			return nil, fmt.Errorf("object was written through filter %q, which this server does not have", rec.Filter)
+			return nil, fmt.Errorf("object was written through filter %q: %w", rec.Filter, ErrFilterUnavailable)
 		}
 		if rec.Version > info.Version {
-			return nil, fmt.Errorf("object was written by %s version %d; this server has version %d", rec.Filter, rec.Version, info.Version)
+			return nil, fmt.Errorf("object was written by %s version %d, this server has version %d: %w", rec.Filter, rec.Version, info.Version, ErrFilterUnavailable)
 		}
 		inst, err := info.New(defaults(info), d.Env)
 		if err != nil {

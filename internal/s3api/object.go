@@ -32,6 +32,10 @@ func storageErr(err error, bucket, key string) error {
 		return e
 	case errors.As(err, &ff):
 		return &s3err.Error{Code: s3err.FilterFailed, Bucket: bucket, Key: key, Message: ff.Error(), Err: err}
+	case errors.Is(err, dataplane.ErrFilterUnavailable):
+		// Still an internal error, which clients retry: a node that has
+		// not loaded a new filter yet will. The message names the filter.
+		return &s3err.Error{Code: s3err.InternalError, Bucket: bucket, Key: key, Message: err.Error(), Err: err}
 	case errors.Is(err, storage.ErrBucketNotFound):
 		return &s3err.Error{Code: s3err.NoSuchBucket, Bucket: bucket, Err: err}
 	case errors.Is(err, storage.ErrBucketNotEmpty):
