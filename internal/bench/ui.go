@@ -281,7 +281,7 @@ func WriteUIOverhead(w io.Writer, r UIOverheadResult) {
 	if len(sorted) > 0 {
 		med = sorted[len(sorted)/2]
 	}
-	fmt.Fprintf(w, "| op | GET throughput %d dashboards / none: median of rounds | geometric mean | server CPU µs/op none | server CPU µs/op %d dashboards | server CPU change |\n", r.Dashboards, r.Dashboards)
+	fmt.Fprintf(w, "| op | GET throughput %d dashboards / none: median of rounds | geometric mean | server CPU µs/op none (median) | server CPU µs/op %d dashboards (median) | server CPU change (geometric mean of rounds) |\n", r.Dashboards, r.Dashboards)
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
 	for _, s := range r.Summary {
 		fmt.Fprintf(w, "| %s | %.3f | %.3f | %.1f | %.1f | %+.1f%% |\n", s.Op, med, s.ThroughputRatio,
