@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +31,11 @@ const DefaultBurstWindow = time.Second
 // internal/qos has the gateway's Bucket; it was not committed when this
 // was written, so the block stage keeps this small one.
 type bucket struct {
+	// limited mirrors rate != 0 so that a volume without a throttle
+	// (the common case) pays an atomic load per request, not a lock
+	// that every request of the volume contends for.
+	limited atomic.Bool
+
 	mu     sync.Mutex
 	window time.Duration
 	rate   float64 // per second; 0 = unlimited
@@ -55,9 +61,11 @@ func (b *bucket) set(rate, chunk float64) {
 	b.refill(time.Now())
 	if rate <= 0 || math.IsInf(rate, 0) || math.IsNaN(rate) {
 		b.rate, b.burst = 0, 0
+		b.limited.Store(false)
 		return
 	}
 	b.rate = rate
+	b.limited.Store(true)
 	b.burst = max(rate*b.window.Seconds(), chunk)
 	b.tokens = min(b.tokens, b.burst)
 }
@@ -73,6 +81,9 @@ func (b *bucket) refill(now time.Time) {
 
 // wait takes n tokens and sleeps until they are paid for.
 func (b *bucket) wait(ctx context.Context, n float64) error {
+	if !b.limited.Load() {
+		return nil
+	}
 	b.mu.Lock()
 	if b.rate == 0 {
 		b.mu.Unlock()
