@@ -413,3 +413,80 @@ func TestPeerLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeWritesOverTCP: over a real TCP connection large payloads are
+// read straight from the socket with a raised low water mark
+// (readPayload); payloads that arrive in pieces, back to back with the
+// next request, or followed by small requests all come through whole,
+// and the mark is lowered again for the headers after them.
+func TestLargeWritesOverTCP(t *testing.T) {
+	exp := &memExports{dev: &memDevice{data: make([]byte, 1<<20)}, owner: "acme"}
+	s := New(Config{Exports: exp})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if nc, err := ln.Accept(); err == nil {
+			s.ServeConn(t.Context(), nc)
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { nc.Close(); <-done }()
+	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	c := &client{t: t, c: nc}
+	c.hello(flagFixedNewstyle | flagNoZeroes)
+	c.option(optGo, infoData("disk"))
+	for {
+		if typ, _ := c.reply(optGo); typ == repAck {
+			break
+		}
+	}
+	want := make([]byte, 1<<20)
+	for i := range want {
+		want[i] = byte(i*7 + i>>12)
+	}
+	hdr := func(typ uint16, handle, off uint64, n uint32) []byte {
+		b := binary.BigEndian.AppendUint32(nil, requestMagic)
+		b = binary.BigEndian.AppendUint16(b, 0)
+		b = binary.BigEndian.AppendUint16(b, typ)
+		b = binary.BigEndian.AppendUint64(b, handle)
+		b = binary.BigEndian.AppendUint64(b, off)
+		return binary.BigEndian.AppendUint32(b, n)
+	}
+	// 512 KiB in three pieces with pauses between them.
+	first := append(hdr(cmdWrite, 1, 0, 512<<10), want[:100<<10]...)
+	c.write(first)
+	time.Sleep(20 * time.Millisecond)
+	c.write(want[100<<10 : 300<<10])
+	time.Sleep(20 * time.Millisecond)
+	c.write(want[300<<10 : 512<<10])
+	// Two 256 KiB writes and a 16-byte one in one burst.
+	var burst []byte
+	burst = append(burst, hdr(cmdWrite, 2, 512<<10, 256<<10)...)
+	burst = append(burst, want[512<<10:768<<10]...)
+	burst = append(burst, hdr(cmdWrite, 3, 768<<10, 256<<10-16)...)
+	burst = append(burst, want[768<<10:1<<20-16]...)
+	burst = append(burst, hdr(cmdWrite, 4, 1<<20-16, 16)...)
+	burst = append(burst, want[1<<20-16:]...)
+	c.write(burst)
+	for range 4 {
+		if e, h := c.simple(); e != 0 {
+			t.Fatalf("write %d: errno %d", h, e)
+		}
+	}
+	c.request(cmdRead, 0, 5, 0, 1<<20, nil)
+	if e, _ := c.simple(); e != 0 {
+		t.Fatalf("read: errno %d", e)
+	}
+	if got := c.read(1 << 20); !bytes.Equal(got, want) {
+		t.Fatal("read back differs from what was written")
+	}
+	c.request(cmdDisc, 0, 6, 0, 0, nil)
+}

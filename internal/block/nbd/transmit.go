@@ -104,6 +104,10 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 	// read syscall then picks up several headers and small payloads.
 	in := bufio.NewReaderSize(c.rw, 256<<10)
 	replyTo := q.reply
+	var raw syscall.RawConn // large payloads bypass bufio on plain TCP
+	if tc, ok := c.rw.(*net.TCPConn); ok {
+		raw, _ = tc.SyscallConn()
+	}
 	defer func() {
 		close(work)
 		workers.Wait()
@@ -145,7 +149,7 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 		var payload []byte
 		if r.typ == cmdWrite {
 			payload = c.s.bufs.get(int(r.length))
-			if _, err := io.ReadFull(in, payload); err != nil {
+			if err := readPayload(in, raw, payload); err != nil {
 				c.s.bufs.put(payload)
 				return err
 			}
@@ -167,6 +171,84 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 			}
 		}
 	}
+}
+
+// lowatMin is the payload still to read from the socket above which
+// readPayload waits for it with SO_RCVLOWAT; lowatMax bounds the low
+// water mark, and with it the receive buffer the kernel grows to hold it.
+const (
+	lowatMin = 64 << 10
+	lowatMax = 1 << 20
+)
+
+// readPayload fills p from the connection: what in has buffered, then the
+// rest. A large rest is read from the socket straight into p with the
+// socket's low water mark (SO_RCVLOWAT) set to what is still missing, so
+// that the poller wakes the reader once the payload has arrived instead of
+// at every segment: a 1 MiB write cost ~5 reads, 3 epoll waits and 6
+// context switches, most of them for a few tens of KiB each.
+func readPayload(in *bufio.Reader, raw syscall.RawConn, p []byte) error {
+	n := 0
+	if b := in.Buffered(); b > 0 {
+		n, _ = in.Read(p[:min(b, len(p))]) // copies buffered bytes, no syscall
+	}
+	if raw == nil || len(p)-n < lowatMin {
+		_, err := io.ReadFull(in, p[n:])
+		return err
+	}
+	return readLowat(raw, p[n:])
+}
+
+// readLowat reads exactly len(p) bytes from a non-blocking socket. The low
+// water mark never exceeds the bytes still due, which the client sends
+// before it waits for a reply, so the reader cannot wait for bytes that
+// do not come; the kernel also wakes it when its receive buffer or
+// window runs short. The mark goes back to 1 for the next header.
+func readLowat(raw syscall.RawConn, p []byte) error {
+	var err error
+	lowat := 1
+	rerr := raw.Read(func(fd uintptr) bool {
+		for len(p) > 0 {
+			if want := min(len(p), lowatMax); want != lowat {
+				if err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, want); err != nil {
+					return true
+				}
+				lowat = want
+			}
+			n, e := syscall.Read(int(fd), p)
+			switch {
+			case e == syscall.EINTR:
+				continue
+			case e == syscall.EAGAIN:
+				return false // wait until lowat bytes are queued
+			case e != nil:
+				err = e
+				return true
+			case n == 0:
+				err = io.ErrUnexpectedEOF
+				return true
+			}
+			p = p[n:]
+		}
+		return true
+	})
+	if lowat != 1 {
+		cerr := raw.Control(func(fd uintptr) {
+			if e := syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, 1); e != nil && err == nil {
+				err = e
+			}
+		})
+		if err == nil {
+			err = cerr
+		}
+	}
+	if rerr != nil {
+		return rerr
+	}
+	if err != nil {
+		return fmt.Errorf("nbd: read payload: %w", err)
+	}
+	return nil
 }
 
 // job is a request handed to a worker, with a write's payload.
