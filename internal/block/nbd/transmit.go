@@ -101,8 +101,12 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// A client with many requests in flight sends them back to back: one
-	// read syscall then picks up several headers and small payloads.
-	in := bufio.NewReaderSize(c.rw, 256<<10)
+	// read syscall then picks up several headers and small payloads
+	// (64 KiB: 15 requests of 4 KiB). Not more: a read for a header also
+	// takes that much of a large payload that follows it, which then
+	// costs a copy out of the buffer (readPayload reads the rest
+	// straight into the request's buffer).
+	in := bufio.NewReaderSize(c.rw, 64<<10)
 	replyTo := q.reply
 	var raw syscall.RawConn // large payloads bypass bufio on plain TCP
 	if tc, ok := c.rw.(*net.TCPConn); ok {
