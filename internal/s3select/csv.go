@@ -127,38 +127,59 @@ func (c *csvReader) split(line []byte, start int64) error {
 		c.row.fields = append(f, unsafeString(line[from:]))
 		return nil
 	}
-	// Quoted fields are unescaped into scratch; offsets first, strings
-	// after, since scratch may move while it grows.
+	// A quoted field without escapes is a view of the line, like an
+	// unquoted one; only fields with escapes are unescaped into scratch.
+	// Their strings are made at the end, since scratch may move while it
+	// grows: offs holds (field index, from, to) triples.
 	s, offs := c.scratch[:0], c.offs[:0]
-	pos := 0
+	need, pos := c.need, 0
 	for {
-		from := len(s)
+		if len(f) == need {
+			// The rest of the record is not read by the query.
+			c.full = false
+			break
+		}
 		if pos < len(line) && line[pos] == c.q && c.esc == c.q {
-			// The usual quoting ("" inside quotes): copy up to each quote.
-			pos++
-			for {
-				j := bytes.IndexByte(line[pos:], c.q)
-				if j < 0 {
-					return newError(CodeCSVParsingError, "record %d (offset %d): a quoted field is not closed", c.records, start)
-				}
-				s = append(s, line[pos:pos+j]...)
-				pos += j + 1
-				if pos < len(line) && line[pos] == c.q {
-					s = append(s, c.q)
-					pos++
-					continue
-				}
-				break
+			// The usual quoting ("" inside quotes).
+			j := bytes.IndexByte(line[pos+1:], c.q)
+			if j < 0 {
+				return newError(CodeCSVParsingError, "record %d (offset %d): a quoted field is not closed", c.records, start)
 			}
-			if j := bytes.IndexByte(line[pos:], c.fd); j != 0 {
-				end := len(line)
-				if j > 0 {
-					end = pos + j
-				}
-				s = append(s, line[pos:end]...)
+			if end := pos + j + 2; end == len(line) || line[end] == c.fd {
+				f = append(f, unsafeString(line[pos+1:pos+1+j]))
 				pos = end
+			} else {
+				// An escaped quote or bytes after the closing quote:
+				// copy up to each quote.
+				from := len(s)
+				pos++
+				for {
+					j := bytes.IndexByte(line[pos:], c.q)
+					if j < 0 {
+						return newError(CodeCSVParsingError, "record %d (offset %d): a quoted field is not closed", c.records, start)
+					}
+					s = append(s, line[pos:pos+j]...)
+					pos += j + 1
+					if pos < len(line) && line[pos] == c.q {
+						s = append(s, c.q)
+						pos++
+						continue
+					}
+					break
+				}
+				if j := bytes.IndexByte(line[pos:], c.fd); j != 0 {
+					end := len(line)
+					if j > 0 {
+						end = pos + j
+					}
+					s = append(s, line[pos:end]...)
+					pos = end
+				}
+				offs = append(offs, len(f), from, len(s))
+				f = append(f, "")
 			}
 		} else if pos < len(line) && line[pos] == c.q {
+			from := len(s)
 			pos++
 			closed := false
 			for pos < len(line) {
@@ -188,28 +209,31 @@ func (c *csvReader) split(line []byte, start int64) error {
 				s = append(s, line[pos])
 				pos++
 			}
+			offs = append(offs, len(f), from, len(s))
+			f = append(f, "")
 		} else {
 			i := bytes.IndexByte(line[pos:], c.fd)
 			end := len(line)
 			if i >= 0 {
 				end = pos + i
 			}
-			s = append(s, line[pos:end]...)
+			f = append(f, unsafeString(line[pos:end]))
 			pos = end
 		}
-		offs = append(offs, from, len(s))
 		if pos >= len(line) {
 			break
 		}
 		pos++ // the delimiter
 		if pos == len(line) {
-			offs = append(offs, len(s), len(s))
+			if len(f) != need {
+				f = append(f, "")
+			}
 			break
 		}
 	}
 	c.scratch, c.offs = s, offs
-	for i := 0; i < len(offs); i += 2 {
-		f = append(f, unsafeString(s[offs[i]:offs[i+1]]))
+	for i := 0; i < len(offs); i += 3 {
+		f[offs[i]] = unsafeString(s[offs[i+1]:offs[i+2]])
 	}
 	c.row.fields = f
 	return nil
