@@ -334,16 +334,18 @@ type replyQueue struct {
 	mu      sync.Mutex
 	pending net.Buffers
 	owned   [][]byte // read buffers to return to the pool once sent
+	hdrs    []byte   // the pending replies' headers, 16 bytes each
 	writing bool
 	err     error
+	// The slices of the last batch sent, reused for the next one so
+	// that a busy connection does not allocate per reply.
+	sparePending net.Buffers
+	spareOwned   [][]byte
+	spareHdrs    []byte
 }
 
 // reply queues a simple reply; data, when given, belongs to the queue.
 func (q *replyQueue) reply(handle uint64, code uint32, data []byte) {
-	h := make([]byte, 16)
-	binary.BigEndian.PutUint32(h[0:], simpleReplyMagic)
-	binary.BigEndian.PutUint32(h[4:], code)
-	binary.BigEndian.PutUint64(h[8:], handle)
 	q.mu.Lock()
 	if q.err != nil {
 		q.mu.Unlock()
@@ -352,7 +354,13 @@ func (q *replyQueue) reply(handle uint64, code uint32, data []byte) {
 		}
 		return
 	}
-	q.pending = append(q.pending, h)
+	// A header slices hdrs; when append moves hdrs, the headers queued
+	// before stay where they were, referenced by pending.
+	n := len(q.hdrs)
+	q.hdrs = binary.BigEndian.AppendUint32(q.hdrs, simpleReplyMagic)
+	q.hdrs = binary.BigEndian.AppendUint32(q.hdrs, code)
+	q.hdrs = binary.BigEndian.AppendUint64(q.hdrs, handle)
+	q.pending = append(q.pending, q.hdrs[n:n+16:n+16])
 	if data != nil {
 		if code == 0 && len(data) > 0 {
 			q.pending = append(q.pending, data)
@@ -365,28 +373,37 @@ func (q *replyQueue) reply(handle uint64, code uint32, data []byte) {
 	}
 	q.writing = true
 	for len(q.pending) > 0 && q.err == nil {
-		batch, owned := q.pending, q.owned
-		q.pending, q.owned = nil, nil
+		batch, owned, hdrs := q.pending, q.owned, q.hdrs
+		q.pending, q.owned, q.hdrs = q.sparePending[:0], q.spareOwned[:0], q.spareHdrs[:0]
+		q.sparePending, q.spareOwned, q.spareHdrs = nil, nil, nil
 		q.mu.Unlock()
 		var err error
 		if bw, ok := q.c.rw.(buffersWriter); ok {
 			_, err = bw.WriteBuffers(batch)
 		} else {
-			_, err = batch.WriteTo(q.c.rw)
+			v := batch // WriteTo consumes its receiver
+			_, err = v.WriteTo(q.c.rw)
 		}
-		for _, b := range owned {
+		for i, b := range owned {
 			q.c.s.bufs.put(b)
+			owned[i] = nil
 		}
+		clear(batch)
 		q.mu.Lock()
+		// Nothing refers to the batch's slices any more: they become
+		// the next batch's.
+		q.sparePending, q.spareOwned, q.spareHdrs = batch[:0], owned[:0], hdrs[:0]
 		if err != nil {
 			q.err = err
 			q.c.nc.Close() // the reader stops too
 		}
 	}
-	for _, b := range q.owned {
-		q.c.s.bufs.put(b)
+	if q.err != nil { // what was queued will not be sent
+		for _, b := range q.owned {
+			q.c.s.bufs.put(b)
+		}
+		q.pending, q.owned = nil, nil
 	}
-	q.pending, q.owned = nil, nil
 	q.writing = false
 	q.mu.Unlock()
 }
