@@ -171,8 +171,16 @@ func (r *run) tick() error {
 }
 
 // open returns the decompressed stream from off to the object's end.
-func (r *run) open(in Input, off int64) (io.ReadCloser, error) {
-	rc, err := in.Open(r.ctx, off, in.Size()-off)
+// A scan range's stream is opened up to the range's end only, and the
+// bytes after it in growing windows as the last record needs them.
+func (r *run) open(in Input, off, end int64) (io.ReadCloser, error) {
+	var rc io.ReadCloser
+	var err error
+	if r.req.ScanRange != nil && r.req.Input.CompressionType == "NONE" && end+1 < in.Size() {
+		rc, err = openBounded(r.ctx, in, off, end)
+	} else {
+		rc, err = in.Open(r.ctx, off, in.Size()-off)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +203,63 @@ func (r *run) open(in Input, off int64) (io.ReadCloser, error) {
 		io.Closer
 	}{r.procd, rc}, nil
 }
+
+// boundedStream reads [off, end] of an object, then what follows end in
+// windows that start small and double: usually only the rest of the
+// record that straddles end is read past it. An open up to the object's
+// end made the storage treat every parallel-scan chunk as a large stream
+// (a reading thread, a copy out of its buffers, and up to its read-ahead
+// of 4 MiB read for nothing); a chunk's bounded open is read straight into
+// the engine's buffer.
+type boundedStream struct {
+	ctx  context.Context
+	in   Input
+	cur  io.ReadCloser
+	next int64 // offset of the next window
+	win  int64 // size of the next window
+}
+
+const (
+	firstTailWindow = 64 << 10
+	maxTailWindow   = 8 << 20
+)
+
+func openBounded(ctx context.Context, in Input, off, end int64) (io.ReadCloser, error) {
+	rc, err := in.Open(ctx, off, end-off+1)
+	if err != nil {
+		return nil, err
+	}
+	return &boundedStream{ctx: ctx, in: in, cur: rc, next: end + 1, win: firstTailWindow}, nil
+}
+
+func (b *boundedStream) Read(p []byte) (int, error) {
+	for {
+		n, err := b.cur.Read(p)
+		if n > 0 || err != io.EOF {
+			return n, err
+		}
+		size := b.in.Size()
+		if b.next >= size {
+			return 0, io.EOF
+		}
+		if err := b.cur.Close(); err != nil {
+			return 0, err
+		}
+		w := min(b.win, size-b.next)
+		rc, err := b.in.Open(b.ctx, b.next, w)
+		if err != nil {
+			b.cur = io.NopCloser(eofReader{})
+			return 0, err
+		}
+		b.cur, b.next, b.win = rc, b.next+w, min(2*b.win, maxTailWindow)
+	}
+}
+
+func (b *boundedStream) Close() error { return b.cur.Close() }
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // decompressErr reports corrupt compressed input with S3's code.
 type decompressErr struct {
@@ -261,7 +326,7 @@ func (r *run) exec(in Input) error {
 	if off < 0 {
 		off, boundary = 0, false
 	}
-	rc, err := r.open(in, off)
+	rc, err := r.open(in, off, end)
 	if err != nil {
 		return err
 	}
