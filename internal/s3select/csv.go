@@ -127,6 +127,15 @@ func (c *csvReader) split(line []byte, start int64) error {
 		c.row.fields = append(f, unsafeString(line[from:]))
 		return nil
 	}
+	if c.esc == c.q && c.splitQuoted(line) {
+		return nil
+	}
+	return c.splitGeneral(line, start)
+}
+
+// splitGeneral splits a record with quotes, whatever its escapes.
+func (c *csvReader) splitGeneral(line []byte, start int64) error {
+	f := c.row.fields[:0]
 	// A quoted field without escapes is a view of the line, like an
 	// unquoted one; only fields with escapes are unescaped into scratch.
 	// Their strings are made at the end, since scratch may move while it
@@ -237,6 +246,82 @@ func (c *csvReader) split(line []byte, start int64) error {
 	}
 	c.row.fields = f
 	return nil
+}
+
+// splitQuoted is split's fast path for a record holding quotes in the
+// usual quoting (the escape is the quote): one pass over the bytes, eight
+// at a time, for delimiters and quotes, and every field, quoted or not,
+// a view of the line. A call per field (bytes.IndexByte on spans of a few
+// bytes) cost more than the bytes did. It reports false, having set
+// nothing, for a record it does not cover: an escaped quote, a quote
+// inside an unquoted field, bytes after a closing quote, or an unclosed
+// quote; split's general path reads those.
+func (c *csvReader) splitQuoted(line []byte) bool {
+	f := c.row.fields[:0]
+	need, fd, q := c.need, c.fd, c.q
+	if need == 0 {
+		c.row.fields, c.full = f, false
+		return true
+	}
+	patD, patQ := uint64(fd)*swarLo, uint64(q)*swarLo
+	from, in, n := 0, false, len(line)
+	for i := 0; i < n; i += 8 {
+		var m uint64
+		if i+8 <= n {
+			w := binary.LittleEndian.Uint64(line[i:])
+			xd, xq := w^patD, w^patQ
+			// Candidates (a borrow can flag a byte above a match; each
+			// is checked).
+			m = ((xd-swarLo)&^xd | (xq-swarLo)&^xq) & swarHi
+		} else {
+			for j := i; j < n; j++ {
+				if line[j] == fd || line[j] == q {
+					m |= 0x80 << (8 * (j - i))
+				}
+			}
+		}
+		for ; m != 0; m &= m - 1 {
+			k := i + bits.TrailingZeros64(m)>>3
+			switch line[k] {
+			case q:
+				if !in {
+					if k != from {
+						return false
+					}
+					in = true
+					continue
+				}
+				if k+1 < n && line[k+1] != fd {
+					return false // an escaped quote or bytes after the quote
+				}
+				in = false
+			case fd:
+				if in {
+					continue
+				}
+				if line[from] == q {
+					f = append(f, unsafeString(line[from+1:k-1]))
+				} else {
+					f = append(f, unsafeString(line[from:k]))
+				}
+				from = k + 1
+				if len(f) == need {
+					c.row.fields, c.full = f, false
+					return true
+				}
+			}
+		}
+	}
+	if in {
+		return false
+	}
+	if from < n && line[from] == q {
+		f = append(f, unsafeString(line[from+1:n-1]))
+	} else {
+		f = append(f, unsafeString(line[from:]))
+	}
+	c.row.fields = f
+	return true
 }
 
 // csvRow is a CSV record as the query sees it.
