@@ -35,9 +35,9 @@ type csvReader struct {
 	records int64
 }
 
-func newCSVReader(src io.Reader, o *CSVInput, size int) *csvReader {
+func newCSVReader(src io.Reader, o *CSVInput, buf []byte) *csvReader {
 	c := &csvReader{
-		lines: newLineReader(src, o.RecordDelimiter, size),
+		lines: newLineReader(src, o.RecordDelimiter, buf),
 		fd:    o.FieldDelimiter[0], q: o.QuoteCharacter[0], esc: o.QuoteEscapeCharacter[0],
 		need: -1,
 	}

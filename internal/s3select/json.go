@@ -299,14 +299,14 @@ type jsonReader struct {
 	n       int64
 }
 
-func newJSONReader(src io.Reader, o *JSONInput, path []sql.PathStep, size int) *jsonReader {
+func newJSONReader(src io.Reader, o *JSONInput, path []sql.PathStep, buf []byte) *jsonReader {
 	j := &jsonReader{path: path}
 	// S3Object[*] ranges over the documents themselves.
 	if len(j.path) > 0 && j.path[0].Star {
 		j.path = j.path[1:]
 	}
 	if o.Type == "LINES" {
-		j.lines = newLineReader(src, "\n", size)
+		j.lines = newLineReader(src, "\n", buf)
 	} else {
 		j.cr = &countingReader{r: src}
 		j.doc = bufio.NewReaderSize(j.cr, 256<<10)

@@ -37,8 +37,9 @@ type lineReader struct {
 	soft int64
 }
 
-func newLineReader(src io.Reader, delim string, size int) *lineReader {
-	return &lineReader{src: src, buf: make([]byte, size), delim: []byte(delim), crlf: delim == "\n"}
+// newLineReader reads src into buf (its length is the first read's room).
+func newLineReader(src io.Reader, delim string, buf []byte) *lineReader {
+	return &lineReader{src: src, buf: buf, delim: []byte(delim), crlf: delim == "\n"}
 }
 
 func (l *lineReader) fill() error {

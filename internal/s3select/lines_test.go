@@ -14,7 +14,7 @@ func TestLineReaderSmallReads(t *testing.T) {
 		b.WriteString(strings.Repeat("x", i%13))
 		b.WriteString("\n")
 	}
-	l := newLineReader(iotest.HalfReader(bytes.NewReader([]byte(b.String()))), "\n", 64)
+	l := newLineReader(iotest.HalfReader(bytes.NewReader([]byte(b.String()))), "\n", make([]byte, 64))
 	n := 0
 	for {
 		line, _, err := l.next()

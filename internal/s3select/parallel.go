@@ -55,7 +55,7 @@ func (p *prepared) runParallel(ctx context.Context, in Input, out Sink) (Stats, 
 	start, end := p.req.scanBounds(in.Size())
 	order := make(chan chan chunkResult, p.workers-1)
 	// Chunk outputs are recycled: fresh multi-MiB buffers cost page faults.
-	bufs := &bufPool{}
+	bufs, lineBufs := &bufPool{}, &bufPool{}
 	go func() {
 		defer close(order)
 		for cs := start; cs <= end; cs += p.chunk {
@@ -70,7 +70,7 @@ func (p *prepared) runParallel(ctx context.Context, in Input, out Sink) (Stats, 
 				sub := *p
 				req := *p.req
 				req.ScanRange = &ScanRange{Start: &cs, End: &ce}
-				sub.req, sub.workers = &req, 1
+				sub.req, sub.workers, sub.lineBufs = &req, 1, lineBufs
 				sink := chunkSink{b: bufs.get()}
 				st, err := sub.Run(ctx, in, &sink)
 				res <- chunkResult{sink.b, st, err}
