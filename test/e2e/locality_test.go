@@ -205,8 +205,11 @@ func TestBandwidthPerDevice(t *testing.T) {
 			} `json:"nodes"`
 		}
 		out, err := s.ctl(t, "bw", "--osinfo", "-o", "json")
-		if err != nil || json.Unmarshal(out, &v) != nil || len(v.Nodes) != 1 {
+		if err != nil || json.Unmarshal(out, &v) != nil || len(v.Nodes) > 1 {
 			t.Fatalf("ctl bw --osinfo: %v %s", err, out)
+		}
+		if len(v.Nodes) == 0 {
+			return nil // the node's first QoS report has not come in yet: the callers poll
 		}
 		return v.Nodes[0].Devices
 	}
