@@ -92,13 +92,12 @@ func (r request) check(size int64) uint32 {
 // per request, together ~10% of the CPU of 4 KiB random reads.
 func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error {
 	var (
-		inflight sync.WaitGroup // requests handed over and not yet replied to
+		inflight pending // requests handed to workers and not yet served
 		workers  sync.WaitGroup
 		nworkers int
 		work     = make(chan job) // unbuffered: a send succeeds only to an idle worker
 		q        = &replyQueue{c: c}
 		hdr      [requestHeaderLen]byte
-		busy     atomic.Int32 // requests handed to workers and not yet served
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -149,7 +148,7 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 			continue
 		}
 		if r.typ == cmdDisc {
-			inflight.Wait()
+			inflight.wait()
 			return errDone
 		}
 		var payload []byte
@@ -160,7 +159,7 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 				return err
 			}
 		}
-		if r.typ == cmdWrite && r.length >= inlineWriteMin && busy.Load() == 0 {
+		if r.typ == cmdWrite && r.length >= inlineWriteMin && inflight.idle() {
 			// Nothing else is in flight: serving the write here saves
 			// the handoff to a worker (a wakeup and, while the worker
 			// sits in a long pwrite, the runtime moving the reader to
@@ -170,8 +169,7 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 			c.serve(ctx, dev, r, payload, replyTo)
 			continue
 		}
-		inflight.Add(1)
-		busy.Add(1)
+		inflight.add()
 		j := job{r: r, payload: payload}
 		select {
 		case work <- j: // an idle worker took it
@@ -181,7 +179,7 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 				workers.Add(1)
 				go func() {
 					defer workers.Done()
-					c.work(ctx, dev, j, work, replyTo, &inflight, &busy)
+					c.work(ctx, dev, j, work, replyTo, &inflight)
 				}()
 			} else {
 				work <- j // every worker is busy: wait for one
@@ -278,13 +276,25 @@ type job struct {
 	payload []byte
 }
 
+// pending counts a connection's requests handed to workers and not yet
+// served: DISC waits for them, and the reader serves a large write itself
+// only when there are none.
+type pending struct {
+	n  atomic.Int32
+	wg sync.WaitGroup
+}
+
+func (p *pending) add()       { p.n.Add(1); p.wg.Add(1) }
+func (p *pending) done()      { p.n.Add(-1); p.wg.Done() }
+func (p *pending) idle() bool { return p.n.Load() == 0 }
+func (p *pending) wait()      { p.wg.Wait() }
+
 // work serves j, then whatever the reader hands over, until the
 // connection ends.
-func (c *conn) work(ctx context.Context, dev Device, j job, work <-chan job, replyTo func(uint64, uint32, []byte), inflight *sync.WaitGroup, busy *atomic.Int32) {
+func (c *conn) work(ctx context.Context, dev Device, j job, work <-chan job, replyTo func(uint64, uint32, []byte), inflight *pending) {
 	for {
 		c.serve(ctx, dev, j.r, j.payload, replyTo)
-		busy.Add(-1)
-		inflight.Done()
+		inflight.done()
 		var ok bool
 		if j, ok = <-work; !ok {
 			return
