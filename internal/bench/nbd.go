@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,12 @@ type NBDOptions struct {
 	Only string
 	// Slots is each pool's I/O concurrency (block.Config.Slots; 0: default).
 	Slots int
+	// Rounds is how many times each server runs each workload, the
+	// servers alternating (default 3); the median is reported.
+	Rounds int
+	// Workloads, when set, limits the Facet-vs-nbdkit table to these fio
+	// rw modes (randread, randwrite, read, write).
+	Workloads []string
 }
 
 // nbdBench is a running Facet block stage in this process, with the
@@ -66,6 +73,9 @@ func RunNBD(ctx context.Context, o NBDOptions) error {
 	}
 	if o.Size <= 0 {
 		o.Size = 512 << 20
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 3
 	}
 	for _, tool := range []string{"fio", "nbdkit"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -300,7 +310,7 @@ func (b *nbdBench) vsNbdkit(ctx context.Context) error {
 		}
 	}
 	fmt.Fprintf(b.opts.Out, "### fio through Facet's NBD server vs nbdkit %s's file plugin\n\n", strings.TrimPrefix(toolVersion("nbdkit"), "nbdkit "))
-	fmt.Fprintf(b.opts.Out, "Same disk, same fio job; %d rounds alternate the servers, medians shown.\n\n", nbdRounds)
+	fmt.Fprintf(b.opts.Out, "Same disk, same fio job; %d rounds alternate the servers, medians shown.\n\n", b.opts.Rounds)
 	fmt.Fprintf(b.opts.Out, "| workload | Facet | nbdkit file | Facet / nbdkit |\n|---|---:|---:|---:|\n")
 	for _, w := range []struct {
 		label, rw, bs string
@@ -312,10 +322,13 @@ func (b *nbdBench) vsNbdkit(ctx context.Context) error {
 		{"1 MiB sequential read, iodepth 8", "read", "1m", 8, false},
 		{"1 MiB sequential write, iodepth 8", "write", "1m", 8, false},
 	} {
+		if len(b.opts.Workloads) > 0 && !slices.Contains(b.opts.Workloads, w.rw) {
+			continue
+		}
 		// Rounds alternate the servers; the median of each is kept, so
 		// that a burst of load elsewhere on the machine hits both.
 		var runs [2][]float64
-		for range nbdRounds {
+		for range b.opts.Rounds {
 			for i, u := range []string{fv, ku} {
 				bw, iops, err := b.fio(ctx, b.opts.Runtime, fioJob{name: w.rw, uri: u, rw: w.rw, bs: w.bs, depth: w.depth})
 				if err != nil {
@@ -333,7 +346,7 @@ func (b *nbdBench) vsNbdkit(ctx context.Context) error {
 		if w.iops {
 			unit = "IOPS"
 		}
-		b.logf("%s: facet %.0f %s, nbdkit %.0f %s", w.label, vals[0], unit, vals[1], unit)
+		b.logf("%s: facet %.0f %s %.0f, nbdkit %.0f %s %.0f", w.label, vals[0], unit, runs[0], vals[1], unit, runs[1])
 		fmt.Fprintf(b.opts.Out, "| %s | %.0f %s | %.0f %s | %.2f× |\n", w.label, vals[0], unit, vals[1], unit, vals[0]/vals[1])
 	}
 	fmt.Fprintln(b.opts.Out)
@@ -396,6 +409,3 @@ func (b *nbdBench) filters(ctx context.Context) error {
 	fmt.Fprintln(b.opts.Out)
 	return nil
 }
-
-// nbdRounds is how many times each server runs each workload.
-const nbdRounds = 3

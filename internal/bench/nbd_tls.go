@@ -65,7 +65,7 @@ func (b *nbdBench) tlsCost(ctx context.Context) error {
 	}
 	fmt.Fprintf(b.opts.Out, "### The cost of TLS-PSK (STARTTLS, TLS 1.3 PSK, the tenant's key)\n\n")
 	fmt.Fprintf(b.opts.Out, "nbdcopy (libnbd, GnuTLS %s) over one connection copies a %d MiB volume out to `null:` (reads) or in from a cached file (writes), several times per measurement: through Facet in plain NBD, through Facet over TLS-PSK (`nbds://bench@…?tls-psk-file=…`), and through nbdkit's file plugin with `--tls=require --tls-psk` (GnuTLS on both ends) as the reference. %d rounds alternate the three, medians shown.\n\n",
-		gnutlsVersion(), tlsVolumeSize>>20, nbdRounds)
+		gnutlsVersion(), tlsVolumeSize>>20, b.opts.Rounds)
 	fmt.Fprintf(b.opts.Out, "| workload | Facet plain | Facet TLS-PSK | PSK / plain | nbdkit TLS-PSK | Facet PSK / nbdkit PSK |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, w := range []struct {
 		label       string
@@ -79,7 +79,7 @@ func (b *nbdBench) tlsCost(ctx context.Context) error {
 		{"1 MiB writes, 8 in flight", true, 1 << 20, 8, 8},
 	} {
 		var runs [3][]float64
-		for range nbdRounds {
+		for range b.opts.Rounds {
 			for i, u := range uris {
 				from, to := u, "null:"
 				if w.write {

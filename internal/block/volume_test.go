@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -128,4 +130,36 @@ func allocated(t *testing.T, d *device) int64 {
 		n += st.Blocks * 512
 	}
 	return n
+}
+
+// TestWritePieces: a write larger than writeMax reaches the file whole,
+// in pieces of at most writeMax, at any offset.
+func TestWritePieces(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "m.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := make([]byte, 2*writeMax+12345)
+	rand.Read(p)
+	n, err := writePieces(f, p, 7)
+	if err != nil || n != len(p) {
+		t.Fatalf("writePieces: %d, %v; want %d", n, err, len(p))
+	}
+	got := make([]byte, len(p))
+	if _, err := f.ReadAt(got, 7); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, p) {
+		t.Fatal("file differs from what was written")
+	}
+	// A failing piece reports what the pieces before it wrote.
+	ro, err := os.Open(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if n, err := writePieces(ro, p, 0); err == nil || n != 0 {
+		t.Fatalf("write to a read-only file: %d, %v", n, err)
+	}
 }

@@ -52,6 +52,8 @@ func newBenchNBDCommand() *cobra.Command {
 	f.StringVar(&size, "size", "512MiB", "bytes per volume")
 	f.IntVar(&o.Slots, "slots", 0, "I/Os a pool runs at once before its fair-share queue orders the rest (0: the server's default)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the block stage (it runs in this process) to this file")
+	f.IntVar(&o.Rounds, "rounds", 3, "rounds per workload, alternating the servers (medians reported)")
+	f.StringSliceVar(&o.Workloads, "workload", nil, "with vs-nbdkit: only these fio modes (randread, randwrite, read, write)")
 	f.StringVar(&o.Only, "only", "", "run one part: vs-nbdkit, throttle, filters or tls")
 	return cmd
 }

@@ -100,6 +100,11 @@ type Config struct {
 	MaxInFlight int
 	// HandshakeTimeout bounds the option phase (default 30 s).
 	HandshakeTimeout time.Duration
+	// LoopbackCongestion are the TCP congestion controls tried, in
+	// order, on connections from loopback (nil: cubic, then reno, which
+	// every kernel allows; "-" alone: the system's). See
+	// setCongestion for why.
+	LoopbackCongestion []string
 }
 
 // Server serves NBD connections.
@@ -120,6 +125,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 64
+	}
+	if cfg.LoopbackCongestion == nil {
+		cfg.LoopbackCongestion = []string{"cubic", "reno"}
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 30 * time.Second
@@ -171,6 +179,9 @@ func (s *Server) shutdown() {
 // ServeConn runs one connection to its end and closes it.
 func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 	c := &conn{s: s, nc: nc, rw: nc, peer: peerOf(nc)}
+	if c.peer.Loopback {
+		s.setCongestion(nc)
+	}
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()

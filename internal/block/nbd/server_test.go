@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // memDevice is an in-memory export; reads at offset slowOff wait until
@@ -180,6 +184,49 @@ func (c *client) request(typ, flags uint16, handle, off uint64, length uint32, p
 	b = binary.BigEndian.AppendUint64(b, off)
 	b = binary.BigEndian.AppendUint32(b, length)
 	c.write(append(b, payload...))
+}
+
+// hdr is a request header without flags.
+func hdr(typ uint16, handle, off uint64, n uint32) []byte {
+	b := binary.BigEndian.AppendUint32(nil, requestMagic)
+	b = binary.BigEndian.AppendUint16(b, 0)
+	b = binary.BigEndian.AppendUint16(b, typ)
+	b = binary.BigEndian.AppendUint64(b, handle)
+	b = binary.BigEndian.AppendUint64(b, off)
+	return binary.BigEndian.AppendUint32(b, n)
+}
+
+// serveTCP serves s on a loopback TCP connection and returns a client
+// in the transmission phase of export "disk".
+func serveTCP(t *testing.T, s *Server) *client {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if nc, err := ln.Accept(); err == nil {
+			s.ServeConn(t.Context(), nc)
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close(); <-done })
+	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	c := &client{t: t, c: nc}
+	c.hello(flagFixedNewstyle | flagNoZeroes)
+	c.option(optGo, infoData("disk"))
+	for {
+		if typ, _ := c.reply(optGo); typ == repAck {
+			break
+		}
+	}
+	return c
 }
 
 // simple reads a simple reply's error and handle.
@@ -420,45 +467,10 @@ func TestPeerLoopback(t *testing.T) {
 // next request, or followed by small requests all come through whole,
 // and the mark is lowered again for the headers after them.
 func TestLargeWritesOverTCP(t *testing.T) {
-	exp := &memExports{dev: &memDevice{data: make([]byte, 1<<20)}, owner: "acme"}
-	s := New(Config{Exports: exp})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if nc, err := ln.Accept(); err == nil {
-			s.ServeConn(t.Context(), nc)
-		}
-	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { nc.Close(); <-done }()
-	nc.SetDeadline(time.Now().Add(30 * time.Second))
-	c := &client{t: t, c: nc}
-	c.hello(flagFixedNewstyle | flagNoZeroes)
-	c.option(optGo, infoData("disk"))
-	for {
-		if typ, _ := c.reply(optGo); typ == repAck {
-			break
-		}
-	}
+	c := serveTCP(t, New(Config{Exports: &memExports{dev: &memDevice{data: make([]byte, 1<<20)}, owner: "acme"}}))
 	want := make([]byte, 1<<20)
 	for i := range want {
 		want[i] = byte(i*7 + i>>12)
-	}
-	hdr := func(typ uint16, handle, off uint64, n uint32) []byte {
-		b := binary.BigEndian.AppendUint32(nil, requestMagic)
-		b = binary.BigEndian.AppendUint16(b, 0)
-		b = binary.BigEndian.AppendUint16(b, typ)
-		b = binary.BigEndian.AppendUint64(b, handle)
-		b = binary.BigEndian.AppendUint64(b, off)
-		return binary.BigEndian.AppendUint32(b, n)
 	}
 	// 512 KiB in three pieces with pauses between them.
 	first := append(hdr(cmdWrite, 1, 0, 512<<10), want[:100<<10]...)
@@ -489,4 +501,111 @@ func TestLargeWritesOverTCP(t *testing.T) {
 		t.Fatal("read back differs from what was written")
 	}
 	c.request(cmdDisc, 0, 6, 0, 0, nil)
+}
+
+// TestLargeReadsOverTCP: the reader serves a large read itself only when
+// no worker has a request of the connection; a large read behind a slow
+// one goes to a worker and overtakes it, and a burst of large and small
+// reads comes back whole, each under its handle.
+func TestLargeReadsOverTCP(t *testing.T) {
+	const size = 4 << 20
+	dev := &memDevice{data: make([]byte, size), slow: make(chan struct{}), slowOff: 8192}
+	for i := range dev.data {
+		dev.data[i] = byte(i*13 + i>>14)
+	}
+	c := serveTCP(t, New(Config{Exports: &memExports{dev: dev, owner: "acme"}}))
+	want := func(off, n int) []byte { return dev.data[off : off+n] }
+
+	c.write(hdr(cmdRead, 1, 8192, 4096)) // waits in a worker
+	c.write(hdr(cmdRead, 2, 1<<20, 1<<20))
+	if e, h := c.simple(); e != 0 || h != 2 {
+		t.Fatalf("first reply: handle %d errno %d, want the large read (2) before the slow one", h, e)
+	}
+	if !bytes.Equal(c.read(1<<20), want(1<<20, 1<<20)) {
+		t.Fatal("large read: wrong data")
+	}
+	close(dev.slow)
+	if e, h := c.simple(); e != 0 || h != 1 {
+		t.Fatalf("second reply: handle %d errno %d", h, e)
+	}
+	if !bytes.Equal(c.read(4096), want(8192, 4096)) {
+		t.Fatal("slow read: wrong data")
+	}
+
+	reads := map[uint64][2]int{10: {0, 1 << 20}, 11: {1 << 20, 512 << 10}, 12: {3 << 20, 4096}, 13: {2<<20 + 7, 1<<20 - 7}, 14: {size - 300<<10, 300 << 10}}
+	var burst []byte
+	for h := uint64(10); h <= 14; h++ {
+		burst = append(burst, hdr(cmdRead, h, uint64(reads[h][0]), uint32(reads[h][1]))...)
+	}
+	burst = append(burst, hdr(cmdRead, 15, size-4096, 8192)...) // past the end: EINVAL
+	c.write(burst)
+	for range len(reads) + 1 {
+		e, h := c.simple()
+		if h == 15 {
+			if e != EINVAL {
+				t.Fatalf("read past the end: errno %d, want EINVAL", e)
+			}
+			continue
+		}
+		r, ok := reads[h]
+		if !ok || e != 0 {
+			t.Fatalf("reply handle %d errno %d", h, e)
+		}
+		if !bytes.Equal(c.read(r[1]), want(r[0], r[1])) {
+			t.Fatalf("read %d (%d bytes at %d): wrong data", h, r[1], r[0])
+		}
+		delete(reads, h)
+	}
+	c.request(cmdDisc, 0, 16, 0, 0, nil)
+}
+
+// TestLoopbackCongestion: a loopback TCP connection gets a congestion
+// control that does not pace (cubic, or reno where cubic is not
+// allowed); "-" keeps the system's.
+func TestLoopbackCongestion(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cc := func(cfg Config) string {
+		t.Helper()
+		s := New(cfg)
+		d, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		nc, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		s.setCongestion(nc)
+		rc, err := nc.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var name string
+		rc.Control(func(fd uintptr) {
+			name, err = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimRight(name, "\x00")
+	}
+	system, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cc(Config{}); got != "cubic" && got != "reno" {
+		t.Errorf("loopback connection uses %q, want cubic or reno", got)
+	}
+	if got := cc(Config{LoopbackCongestion: []string{"no-such-control", "reno"}}); got != "reno" {
+		t.Errorf("with cubic refused: %q, want reno", got)
+	}
+	if got, want := cc(Config{LoopbackCongestion: []string{"-"}}), strings.TrimSpace(string(system)); got != want {
+		t.Errorf(`with "-": %q, want the system's %q`, got, want)
+	}
 }
