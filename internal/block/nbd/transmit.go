@@ -169,7 +169,7 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 			// socket is the bottleneck anyway (replies go out one at a
 			// time), and a stream of them is served one after the
 			// other as nbdkit's threads do: 1 MiB reads 3.6 -> 4.4 GB/s
-			// (with loopbackCongestion; docs/benchmarks.md).
+			// (medians, both on setCongestion's cubic; docs/benchmarks.md).
 			c.serve(ctx, dev, r, payload, replyTo)
 			continue
 		}
@@ -201,7 +201,6 @@ const inlineMin = 256 << 10
 // lowatMin is the payload still to read from the socket above which
 // readPayload waits for it with SO_RCVLOWAT; lowatMax bounds the low
 // water mark, and with it the receive buffer the kernel grows to hold it.
-
 const (
 	lowatMin = 64 << 10
 	lowatMax = 1 << 20
