@@ -210,7 +210,7 @@ func (b *backing) punch(off, n int64) error {
 	return b.each(off, n, func(m int, moff, _, take int64) error {
 		err := unix.Fallocate(int(b.files[m].Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, moff, take)
 		if errors.Is(err, unix.EOPNOTSUPP) {
-			_, err = b.files[m].WriteAt(make([]byte, take), moff)
+			_, err = writePieces(b.files[m], make([]byte, take), moff)
 		}
 		return err
 	})
@@ -227,7 +227,7 @@ func (b *backing) zeroRange(off, n int64) error {
 		z := make([]byte, min(take, zeroChunk))
 		for take > 0 {
 			k := min(take, int64(len(z)))
-			if _, err := b.files[m].WriteAt(z[:k], moff); err != nil {
+			if _, err := writePieces(b.files[m], z[:k], moff); err != nil {
 				return err
 			}
 			moff += k

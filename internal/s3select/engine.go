@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/facet-sds/facet/internal/s3select/sql"
@@ -269,7 +270,7 @@ func (b *boundedStream) Read(p []byte) (int, error) {
 		w := min(b.win, size-b.next)
 		rc, err := b.in.Open(b.ctx, b.next, w)
 		if err != nil {
-			b.cur = io.NopCloser(eofReader{})
+			b.cur = io.NopCloser(strings.NewReader(""))
 			return 0, err
 		}
 		b.cur, b.next, b.win = rc, b.next+w, min(2*b.win, maxTailWindow)
@@ -277,10 +278,6 @@ func (b *boundedStream) Read(p []byte) (int, error) {
 }
 
 func (b *boundedStream) Close() error { return b.cur.Close() }
-
-type eofReader struct{}
-
-func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // decompressErr reports corrupt compressed input with S3's code.
 type decompressErr struct {

@@ -125,15 +125,21 @@ func TestScanRangeSplitsAddUp(t *testing.T) {
 		b.WriteString(strings.Repeat("y", i%5))
 		b.WriteString("\n")
 	}
-	data := []byte(b.String())
-	whole, err := runSelect(t, csvReq("SELECT * FROM S3Object", "USE"), data)
+	assertSplitsAddUp(t, "SELECT * FROM S3Object", []byte(b.String()), 1, 7, 64, 1000)
+}
+
+// assertSplitsAddUp checks that query over data, run on consecutive scan
+// ranges of each split size, gives what it gives over the whole object.
+func assertSplitsAddUp(t *testing.T, query string, data []byte, splits ...int64) {
+	t.Helper()
+	whole, err := runSelect(t, csvReq(query, "USE"), data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, split := range []int64{1, 7, 64, 1000} {
+	for _, split := range splits {
 		var all strings.Builder
 		for s := int64(0); s < int64(len(data)); s += split {
-			req := csvReq("SELECT * FROM S3Object", "USE")
+			req := csvReq(query, "USE")
 			st, en := s, s+split-1
 			req.ScanRange = &ScanRange{Start: &st, End: &en}
 			got, err := runSelect(t, req, data)
@@ -157,27 +163,7 @@ func TestScanRangeLongRecordAcrossEnd(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		fmt.Fprintf(&b, "%d,%s\n", i, strings.Repeat("z", i*i*300))
 	}
-	data := []byte(b.String())
-	whole, err := runSelect(t, csvReq("SELECT s.id, CHAR_LENGTH(s.v) FROM S3Object s", "USE"), data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, split := range []int64{10 << 10, 100 << 10, 333 << 10} {
-		var all strings.Builder
-		for s := int64(0); s < int64(len(data)); s += split {
-			req := csvReq("SELECT s.id, CHAR_LENGTH(s.v) FROM S3Object s", "USE")
-			st, en := s, s+split-1
-			req.ScanRange = &ScanRange{Start: &st, End: &en}
-			got, err := runSelect(t, req, data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all.WriteString(got)
-		}
-		if all.String() != whole {
-			t.Fatalf("split %d: splits give %q, whole %q", split, all.String(), whole)
-		}
-	}
+	assertSplitsAddUp(t, "SELECT s.id, CHAR_LENGTH(s.v) FROM S3Object s", []byte(b.String()), 10<<10, 100<<10, 333<<10)
 }
 
 func TestErrors(t *testing.T) {

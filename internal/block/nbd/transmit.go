@@ -283,8 +283,8 @@ type job struct {
 }
 
 // pending counts a connection's requests handed to workers and not yet
-// served: DISC waits for them, and the reader serves a large write itself
-// only when there are none.
+// served: DISC waits for them, and the reader serves a large read or
+// write itself only when there are none.
 type pending struct {
 	n  atomic.Int32
 	wg sync.WaitGroup
