@@ -157,7 +157,7 @@ func readFull(r io.Reader, buf []byte) (int, bool, error) {
 	return n, false, nil
 }
 
-// PutObject stores in.Body; see the package doc for how Seal precedes
+// PutObject stores in.Body; see docs/backends.md for how Seal precedes
 // visibility.
 func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.PutInput) (storage.ObjectInfo, error) {
 	if key == "" {

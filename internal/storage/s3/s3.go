@@ -1,82 +1,10 @@
 // Package s3 owns the remote storage backend: a storage.Backend over any
 // S3-compatible object store, for gateways that keep no state of their own.
-//
-// Layout. All Facet buckets live in ONE backend bucket (the URL's first path
-// element), under an optional prefix; call it ROOT below:
-//
-//	ROOT/<facet-bucket>/<key>            the object's bytes (as filtered)
-//	ROOT/.facet/buckets/<facet-bucket>   marker: the Facet bucket exists
-//	ROOT/.facet/meta/<id>                metadata too large for a header
-//	ROOT/.facet/uploads/<hex upload id>/ sidecars of a Facet multipart upload
-//
-// One backend bucket rather than one per Facet bucket because backend bucket
-// names are global and scarce (AWS: 100 per account by default, names shared
-// by everyone), operators usually hand Facet one bucket with scoped
-// credentials, and creating buckets needs rights Facet should not need.
-// Facet bucket names cannot start with '.', so ".facet/" never collides with
-// a bucket, and listings under ROOT/<bucket>/ never see internal objects.
-//
-// Metadata. Facet's ObjectMeta travels with the backend object as user
-// metadata (x-amz-meta-facet, base64url JSON), so that an overwrite swaps
-// bytes and metadata at once. When it does not fit S3's 2 KB user-metadata
-// budget, the object instead carries x-amz-meta-facet-ref naming an immutable
-// sidecar ROOT/.facet/meta/<id>, written before the object becomes visible.
-// A streamed overwrite deletes the sidecar of the object it replaces
-// (found by a HEAD that runs while the parts upload); a small PUT sends no
-// such HEAD, as it would double the PUT's backend round trips. A sidecar is
-// also tagged with the key of its object (x-amz-meta-facet-object), so that
-// a sweep, a few minutes after start and then hourly, deletes those older
-// than an hour that their object no longer points at: what a small
-// overwrite, a crash or a failed delete left (sweep.go). Readers never need
-// a replaced object's sidecar: a GET reads metadata and body from one
-// GetObject.
-//
-// Seal before visibility. Small bodies (under one part) are buffered from a
-// pool and written with one PutObject after Seal. Larger bodies stream into a
-// backend multipart upload at the final key, in pooled parts (bounded
-// memory); Seal runs at EOF, then the metadata sidecar is written, then
-// CompleteMultipartUpload makes the object visible. A Seal error aborts the
-// upload: nothing becomes visible and the old object stays. No copy is
-// needed, so there is no 5 GB CopyObject ceiling on PutObject.
-//
-// Facet multipart uploads are backend multipart uploads at the final key.
-// Each Facet part is spooled (memory up to one pool buffer, a temporary file
-// beyond) so that Seal can veto it, then stored as an object of its own,
-// ROOT/.facet/uploads/<id>/data-NNNNN, with its Facet metadata (Seal
-// results) in one small sidecar per part, so concurrent PutPart calls never
-// read-modify-write a shared record. Complete then builds the backend parts:
-// a part of 5 MiB or more is copied server-side (UploadPartCopy), smaller
-// ones are streamed through one pooled buffer and re-cut into parts of the
-// buffer's size. That is what lets a filter shrink a client's part below the
-// 5 MiB S3 demands of every part but the last (compressed parts); the price
-// is that Complete copies the data once more inside the backend.
-//
-// Bodies are sent UNSIGNED-PAYLOAD (SigV4 still signs the request): the
-// SDK would otherwise hash each body with SHA-256 before sending it over
-// plain HTTP, a second pass over every byte written; bodies are protected in
-// transit by TLS (the default) and Facet keeps its own digests of what it
-// stores. ?sign_payload=true restores the hash.
-//
-// Errors: missing keys/buckets/uploads map to storage sentinels; network
-// failures and backend 5xx/throttling map to storage.ErrUnavailable; every
-// backend call runs under a timeout.
-//
-// Listing maps onto ListObjectsV2 (prefix, delimiter, start-after) under
-// ROOT/<bucket>/, then HEADs each listed object (8 at a time) because
-// Facet's ETag and logical size live in its metadata. Marker semantics are
-// enforced here rather than trusted to the backend: a marker that is, or
-// falls inside, a common prefix, and a "truncated" page that ends exactly at
-// the last key, are resolved with one extra one-key listing.
-//
-// Known limits: UpdateMeta uses CopyObject and so is limited to
-// objects of 5 GB; CreateBucket is check-then-put (two gateways creating the
-// same bucket at once may both succeed); a streamed overwrite deletes the
-// previous metadata sidecar after the swap, so a reader of the old version
-// that has not read its sidecar yet re-reads the object (HeadObject tries
-// twice; a GetObject that loses that race reports the object not found, and
-// the S3 front end's metadata-first path retries). The store
-// underneath must accept Facet's keys: filesystem-backed S3 servers such as
-// versitygw's posix backend cannot hold both "a" and "a/b".
+// Every Facet bucket lives under a prefix of one backend bucket, Facet's
+// object metadata travels with each object (or in a sidecar when too large),
+// bodies are sealed before they become visible, multipart parts are re-cut at
+// Complete, and orphaned sidecars are swept. The layout, the reasons and the
+// known limits are in docs/backends.md.
 package s3
 
 import (
