@@ -13,6 +13,7 @@ import (
 	"github.com/facet-sds/facet/internal/controller"
 	"github.com/facet-sds/facet/internal/controller/controllertest"
 	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/meta"
 )
 
@@ -209,7 +210,7 @@ func TestActivationSwitchesTheTableAndIsRecorded(t *testing.T) {
 		t.Fatalf("explain: %+v %v", ex.Pending, err)
 	}
 	// The change reaches the table other nodes build from the store.
-	other := New(Config{Store: f.store, Registry: filter.NewBuiltinRegistry()})
+	other := New(Config{Store: f.store, Registry: builtin.NewRegistry()})
 	if err := other.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +269,7 @@ func TestActivationsSurviveRestart(t *testing.T) {
 
 	// A new process: the table is restored from the store before any
 	// controller runs or any value arrives...
-	svc := New(Config{Store: f.store, Registry: filter.NewBuiltinRegistry()})
+	svc := New(Config{Store: f.store, Registry: builtin.NewRegistry()})
 	if err := svc.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/policy"
 	"github.com/facet-sds/facet/internal/s3api"
@@ -16,7 +16,7 @@ import (
 // compileOne compiles one policy text as the service does for stored ones.
 func compileOne(t *testing.T, text string) *policy.CompiledPolicy {
 	t.Helper()
-	v := &policy.StaticVocabulary{Filters: filter.NewBuiltinRegistry(), Metrics: policy.DefaultMetrics(),
+	v := &policy.StaticVocabulary{Filters: builtin.NewRegistry(), Metrics: policy.DefaultMetrics(),
 		ObjectTypes: policy.DefaultObjectTypes(), AnyTarget: true}
 	ps, err := policy.ParseAndCheck("test", text, v)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/policy"
@@ -90,7 +91,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	counted := &countingStore{Store: store}
-	reg := filter.NewBuiltinRegistry()
+	reg := builtin.NewRegistry()
 	svc := New(Config{Store: counted, Registry: reg})
 	k, err := keys.New(master, svc, 0)
 	if err != nil {
@@ -220,7 +221,7 @@ func TestPoliciesSurviveReload(t *testing.T) {
 	f := newFixture(t)
 	f.apply(t, "FOR TENANT t1 DO SET compression WITH engine=lz4")
 	f.apply(t, "FOR TENANT t1 WHEN put_ops > 3 DO SET encryption TRANSIENT")
-	other := New(Config{Store: f.store, Registry: filter.NewBuiltinRegistry()})
+	other := New(Config{Store: f.store, Registry: builtin.NewRegistry()})
 	if err := other.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}

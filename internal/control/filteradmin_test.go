@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/facet-sds/facet/internal/admin"
-	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/filter/wasm"
 	"github.com/facet-sds/facet/internal/meta"
 )
@@ -51,7 +51,7 @@ func newFilterFixture(t *testing.T) *filterFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cat.Close(ctx) })
-	svc := New(Config{Store: store, Registry: filter.NewBuiltinRegistry(), Dynamic: cat})
+	svc := New(Config{Store: store, Registry: builtin.NewRegistry(), Dynamic: cat})
 	if err := svc.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 )
 
 // upper is a one-way GET transformer; suffix marks which ran in which order.
@@ -43,7 +44,7 @@ func TestGetTransformsRunOneWayFiltersStorageFirst(t *testing.T) {
 	mk := func(name, suffix string, rev bool) *upper {
 		return &upper{info: &filter.Info{Name: name, Reversible: rev}, suffix: suffix, closed: &closed}
 	}
-	noop, _ := filter.NewBuiltinRegistry().Lookup("noop")
+	noop, _ := builtin.NewRegistry().Lookup("noop")
 	nf, err := noop.New(filter.Params{}, filter.Env{})
 	if err != nil {
 		t.Fatal(err)

@@ -4,8 +4,12 @@
 // how a reversible filter's transform is undone on GET — over any byte
 // range, at a cost proportional to the range.
 //
-// Every filter lives in its own file with its own test, and is registered
-// in the single explicit list in builtin.go (no init()).
+// It holds no filter: the native ones live in internal/filter/native, the
+// select filter beside its engine in internal/s3select/selectfilter, WASM
+// modules in internal/filter/wasm, and the one explicit list of what the
+// binary ships in internal/filter/builtin (no init()). So whatever
+// consumes the contract (the policy checker, the data plane) links none of
+// them.
 package filter
 
 import (
@@ -189,6 +193,18 @@ type MetaEditor interface {
 type RequestOnly interface {
 	Filter
 	RequestOnly()
+}
+
+// CacheSettings are what a caching filter tells the S3 front end, which
+// drives the node's cache store with them.
+type CacheSettings struct {
+	// Size bounds the bytes this policy may keep on the node's disk.
+	Size int64
+	// Evict is "lru" or "lfu".
+	Evict string
+	// AdmitGet and AdmitPut say which requests fill the cache: a GET
+	// that read the whole object, or a PUT's body.
+	AdmitGet, AdmitPut bool
 }
 
 // Refusal is a filter's refusal of a request because of what the client

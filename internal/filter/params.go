@@ -9,12 +9,12 @@ import (
 	"time"
 )
 
-// resolveParams checks p against in's parameter specs and returns a copy
+// ResolveParams checks p against in's parameter specs and returns a copy
 // with defaults applied. Constructors call it so that an instance is never
 // built from a value the registry would refuse, whoever called New: the
 // policy compiler has checked already, but a reverse plan or a test may
 // not have. Values are the canonical strings Params documents.
-func resolveParams(in *Info, p Params) (Params, error) {
+func ResolveParams(in *Info, p Params) (Params, error) {
 	out := make(Params, len(in.Params))
 	for name, v := range p {
 		i := slices.IndexFunc(in.Params, func(ps ParamSpec) bool { return ps.Name == name })
@@ -101,21 +101,12 @@ func wantNumber(t ParamType) string {
 
 func formatBound(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// checkRange validates a Source.Open request against a stream's size.
-func checkRange(size, off, n int64) error {
+// CheckRange validates a Source.Open request against a stream's size.
+func CheckRange(size, off, n int64) error {
 	if off < 0 || n < 0 || off > size || n > size-off {
 		return fmt.Errorf("range [%d,+%d) outside the stream's %d bytes", off, n, size)
 	}
 	return nil
-}
-
-// paramInt reads a resolved integer parameter.
-func paramInt(p Params, name string) (int64, error) {
-	n, err := strconv.ParseInt(p[name], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("parameter %s=%q is not an integer", name, p[name])
-	}
-	return n, nil
 }
 
 // CheckParam validates a canonical value against its spec, as the

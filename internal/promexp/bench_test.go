@@ -12,6 +12,7 @@ import (
 
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/storage/fs"
 )
@@ -122,7 +123,7 @@ func BenchmarkObserve(b *testing.B) {
 // through the compression filter, drained as the backend would, untimed vs
 // timed into the exporter.
 func BenchmarkFilterTiming(b *testing.B) {
-	reg := filter.NewBuiltinRegistry()
+	reg := builtin.NewRegistry()
 	src := zipBucket{reg}
 	freq := &filter.Request{Bucket: "zipped", Method: filter.MethodPut}
 	for _, size := range []int{4 << 10, 1 << 20} {

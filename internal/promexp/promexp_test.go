@@ -20,6 +20,7 @@ import (
 	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/s3api/s3err"
 	"github.com/facet-sds/facet/internal/storage/fs"
@@ -121,7 +122,7 @@ func newGateway(t *testing.T, cfg Config, extra s3api.Observer) *gateway {
 	}
 	t.Cleanup(func() { st.Close() })
 	exp := New(cfg)
-	reg := filter.NewBuiltinRegistry()
+	reg := builtin.NewRegistry()
 	s3 := s3api.New(s3api.Config{
 		Backend: st, Buckets: &memBuckets{owner: map[string]string{}}, Auth: headerAuth{},
 		Pipelines: dataplane.Timed(zipBucket{reg}, exp),

@@ -10,7 +10,7 @@ import (
 )
 
 // recordSelector is a GET filter that rewrites an object into the
-// records a query selects (filter.Select): the policy-driven push-down for
+// records a query selects (internal/s3select/selectfilter): the policy-driven push-down for
 // clients that only do plain GETs.
 type recordSelector interface {
 	filter.Transformer

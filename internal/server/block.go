@@ -10,16 +10,17 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/block"
 	"github.com/facet-sds/facet/internal/block/nbd"
 	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/control"
-	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // BlockOptions configures the block stage (NBD volumes).
@@ -149,7 +150,7 @@ func RunBlock(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("open metadata store: %w", err)
 	}
 	defer store.Close()
-	policies := control.New(control.Config{Store: store, Registry: filter.NewBuiltinRegistry(), Logger: logger})
+	policies := control.New(control.Config{Store: store, Registry: builtin.NewRegistry(), Logger: logger})
 	dataKeys, err := keys.New(masterKey, policies, 0)
 	if err != nil {
 		return fmt.Errorf("data keys: %w", err)

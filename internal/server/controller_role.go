@@ -15,7 +15,7 @@ import (
 	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/control"
 	"github.com/facet-sds/facet/internal/controller"
-	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/filter/wasm"
 	"github.com/facet-sds/facet/internal/meta"
 )
@@ -92,7 +92,7 @@ func RunController(ctx context.Context, opts ControllerOptions, logger *slog.Log
 	// once; changes made through the gateways' admin API reach this
 	// process the same way.
 	fleet := newFleetSync(opts.ID, store, nil, work.bus, nil, logger)
-	policies := control.New(control.Config{Store: announcingStore{Store: store, sync: fleet}, Registry: filter.NewBuiltinRegistry(), Dynamic: wasm.Descriptions{}, Logger: logger, Metrics: work.reg.PolicyMetrics})
+	policies := control.New(control.Config{Store: announcingStore{Store: store, sync: fleet}, Registry: builtin.NewRegistry(), Dynamic: wasm.Descriptions{}, Logger: logger, Metrics: work.reg.PolicyMetrics})
 	fleet.policies = policies
 	if err := policies.Reload(ctx); err != nil {
 		return fmt.Errorf("load policies: %w", err)

@@ -21,7 +21,7 @@ import (
 	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/control"
-	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/meta/redistest"
 )
@@ -40,7 +40,7 @@ func TestControllerRoleLeaseFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	policies := control.New(control.Config{Store: store, Registry: filter.NewBuiltinRegistry(), Logger: logger})
+	policies := control.New(control.Config{Store: store, Registry: builtin.NewRegistry(), Logger: logger})
 	if err := policies.Reload(t.Context()); err != nil {
 		t.Fatal(err)
 	}

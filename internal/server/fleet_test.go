@@ -16,6 +16,7 @@ import (
 	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/control"
 	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/meta/redistest"
 	"github.com/facet-sds/facet/internal/s3api"
@@ -44,7 +45,7 @@ func startFleetNode(t *testing.T, name string, store *meta.Store, b bus.Bus, pol
 	n := &fleetNode{store: store, cache: newMetaCache(store, time.Hour)}
 	n.sync = newFleetSync(name, store, nil, b, n.cache, log)
 	n.sync.poll = poll
-	n.policies = control.New(control.Config{Store: announcingStore{Store: store, sync: n.sync}, Registry: filter.NewBuiltinRegistry(), Logger: log})
+	n.policies = control.New(control.Config{Store: announcingStore{Store: store, sync: n.sync}, Registry: builtin.NewRegistry(), Logger: log})
 	n.sync.policies = n.policies
 	if err := n.policies.Reload(t.Context()); err != nil {
 		t.Fatal(err)

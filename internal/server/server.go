@@ -23,6 +23,7 @@ import (
 	"github.com/facet-sds/facet/internal/control"
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
@@ -133,7 +134,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("bus and workload metrics: %w", err)
 	}
 	defer work.close()
-	registry := filter.NewBuiltinRegistry()
+	registry := builtin.NewRegistry()
 	// Requests read credentials and bucket owners from memory; fleet keeps
 	// that memory and the policy table in step with the store.
 	cache := newMetaCache(store, 0)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
 )
 
 // The benchmarks compare 1 MiB through a WASM filter with the same
@@ -32,7 +33,7 @@ func benchTransform(b *testing.B, f filter.Transformer) {
 
 func BenchmarkNoop(b *testing.B) {
 	b.Run("native", func(b *testing.B) {
-		in, _ := filter.NewBuiltinRegistry().Lookup("noop")
+		in, _ := builtin.NewRegistry().Lookup("noop")
 		f, err := in.New(nil, filter.Env{})
 		if err != nil {
 			b.Fatal(err)

@@ -1,4 +1,4 @@
-package filter
+package native
 
 import (
 	"bytes"
@@ -8,16 +8,18 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 // stack encodes plain through filters in order, as the data plane runs a
 // PUT pipeline, and returns the stored bytes and the records in order.
-func stack(t testing.TB, filters []Filter, plain io.Reader) ([]byte, []Record) {
+func stack(t testing.TB, filters []filter.Filter, plain io.Reader) ([]byte, []filter.Record) {
 	t.Helper()
 	stream := plain
-	var recs []func() (Record, error)
+	var recs []func() (filter.Record, error)
 	for _, f := range filters {
-		out, rec, err := f.(Encoder).Encode(context.Background(), testReq, stream)
+		out, rec, err := f.(filter.Encoder).Encode(context.Background(), testReq, stream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +29,7 @@ func stack(t testing.TB, filters []Filter, plain io.Reader) ([]byte, []Record) {
 	if _, err := io.CopyBuffer(&stored, struct{ io.Reader }{stream}, make([]byte, 1<<20)); err != nil {
 		t.Fatal(err)
 	}
-	records := make([]Record, len(recs))
+	records := make([]filter.Record, len(recs))
 	for i, rec := range recs {
 		var err error
 		if records[i], err = rec(); err != nil {
@@ -38,12 +40,12 @@ func stack(t testing.TB, filters []Filter, plain io.Reader) ([]byte, []Record) {
 }
 
 // unstack decodes in reverse order, as the data plane undoes a plan.
-func unstack(t testing.TB, filters []Filter, records []Record, stored Source) Source {
+func unstack(t testing.TB, filters []filter.Filter, records []filter.Record, stored filter.Source) filter.Source {
 	t.Helper()
 	src := stored
 	for i := len(filters) - 1; i >= 0; i-- {
 		var err error
-		if src, err = filters[i].(Decoder).Decode(context.Background(), testReq, records[i], src); err != nil {
+		if src, err = filters[i].(filter.Decoder).Decode(context.Background(), testReq, records[i], src); err != nil {
 			t.Fatalf("undo %s: %v", records[i].Filter, err)
 		}
 	}
@@ -53,16 +55,16 @@ func unstack(t testing.TB, filters []Filter, records []Record, stored Source) So
 // Compression at the gateway, then encryption at storage: a range reads
 // only the packages holding the frames it needs.
 func TestStackedCompressionEncryption(t *testing.T) {
-	reg := NewBuiltinRegistry()
+	reg := testRegistry()
 	keys := newTestKeys()
 	plain := mixedData(40*testFrame + 4321)
 	size := int64(len(plain))
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
-			comp := newFilter(t, reg, "compression", compressionParams(eng, testFrame), Env{})
-			enc := newFilter(t, reg, "encryption", nil, Env{Keys: keys})
-			noop := newFilter(t, reg, "noop", nil, Env{})
-			filters := []Filter{comp, noop, enc}
+			comp := newFilter(t, reg, "compression", compressionParams(eng, testFrame), filter.Env{})
+			enc := newFilter(t, reg, "encryption", nil, filter.Env{Keys: keys})
+			noop := newFilter(t, reg, "noop", nil, filter.Env{})
+			filters := []filter.Filter{comp, noop, enc}
 			stored, records := stack(t, filters, bytes.NewReader(plain))
 			ms := newMemSource(stored)
 			src := unstack(t, filters, records, ms)
@@ -93,7 +95,7 @@ func TestStackedCompressionEncryption(t *testing.T) {
 			// A flipped stored byte: the authenticated layer refuses it.
 			bad := bytes.Clone(stored)
 			bad[len(bad)/3] ^= 0x80
-			if _, err := readRange(unstack(t, filters, records, newMemSource(bad)), 0, size); !errors.Is(err, ErrIntegrity) {
+			if _, err := readRange(unstack(t, filters, records, newMemSource(bad)), 0, size); !errors.Is(err, filter.ErrIntegrity) {
 				t.Fatalf("flipped stored byte: %v", err)
 			}
 		})
@@ -103,11 +105,11 @@ func TestStackedCompressionEncryption(t *testing.T) {
 // The other order works too, though compressing ciphertext saves nothing:
 // every frame is stored raw, at 4 bytes per frame.
 func TestStackedEncryptionCompression(t *testing.T) {
-	reg := NewBuiltinRegistry()
+	reg := testRegistry()
 	plain := textData(8, 9*testFrame+1)
-	enc := newFilter(t, reg, "encryption", nil, Env{Keys: newTestKeys()})
-	comp := newFilter(t, reg, "compression", compressionParams("zstd", testFrame), Env{})
-	filters := []Filter{enc, comp}
+	enc := newFilter(t, reg, "encryption", nil, filter.Env{Keys: newTestKeys()})
+	comp := newFilter(t, reg, "compression", compressionParams("zstd", testFrame), filter.Env{})
+	filters := []filter.Filter{enc, comp}
 	stored, records := stack(t, filters, bytes.NewReader(plain))
 	frames := (records[0].Size + testFrame - 1) / testFrame
 	if int64(len(stored)) != records[0].Size+crcSize*frames {
@@ -141,10 +143,10 @@ func BenchmarkRangeGET(b *testing.B) {
 	for len(plain) < objSize {
 		plain = append(plain, block[:min(len(block), objSize-len(plain))]...)
 	}
-	reg := NewBuiltinRegistry()
+	reg := testRegistry()
 	keys := newTestKeys()
 	buf := make([]byte, rangeN)
-	run := func(b *testing.B, src Source, stored *memSource) {
+	run := func(b *testing.B, src filter.Source, stored *memSource) {
 		r := rand.New(rand.NewPCG(1, 2))
 		stored.reset()
 		var reads int64
@@ -169,22 +171,22 @@ func BenchmarkRangeGET(b *testing.B) {
 		run(b, ms, ms)
 	})
 	b.Run("aes", func(b *testing.B) {
-		enc := newFilter(b, reg, "encryption", nil, Env{Keys: keys})
-		stored, records := stack(b, []Filter{enc}, tiledReader(block, objSize))
+		enc := newFilter(b, reg, "encryption", nil, filter.Env{Keys: keys})
+		stored, records := stack(b, []filter.Filter{enc}, tiledReader(block, objSize))
 		ms := newMemSource(stored)
-		run(b, unstack(b, []Filter{enc}, records, ms), ms)
+		run(b, unstack(b, []filter.Filter{enc}, records, ms), ms)
 	})
 	for _, c := range []struct {
 		name string
-		p    Params
+		p    filter.Params
 	}{
-		{"zstd", Params{"engine": "zstd"}},
-		{"zstd-256k", Params{"engine": "zstd", "frame": "262144"}},
-		{"lz4", Params{"engine": "lz4"}},
+		{"zstd", filter.Params{"engine": "zstd"}},
+		{"zstd-256k", filter.Params{"engine": "zstd", "frame": "262144"}},
+		{"lz4", filter.Params{"engine": "lz4"}},
 	} {
-		comp := newFilter(b, reg, "compression", c.p, Env{})
-		enc := newFilter(b, reg, "encryption", nil, Env{Keys: keys})
-		filters := []Filter{comp, enc}
+		comp := newFilter(b, reg, "compression", c.p, filter.Env{})
+		enc := newFilter(b, reg, "encryption", nil, filter.Env{Keys: keys})
+		filters := []filter.Filter{comp, enc}
 		stored, records := stack(b, filters, tiledReader(block, objSize))
 		b.Run(fmt.Sprintf("%s+aes", c.name), func(b *testing.B) {
 			ms := newMemSource(stored)

@@ -1,4 +1,4 @@
-package filter
+package native
 
 import (
 	"context"
@@ -6,11 +6,13 @@ import (
 	"maps"
 	"strings"
 	"testing"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 func TestMetadataGuard(t *testing.T) {
-	g := newFilter(t, NewBuiltinRegistry(), "metadata_guard",
-		Params{"strip": "x-amz-meta-internal:Debug-*", "deny": "x-amz-meta-owner|secret"}, Env{}).(*MetadataGuard)
+	g := newFilter(t, testRegistry(), "metadata_guard",
+		filter.Params{"strip": "x-amz-meta-internal:Debug-*", "deny": "x-amz-meta-owner|secret"}, filter.Env{}).(*MetadataGuard)
 	meta := map[string]string{"internal": "1", "debug-trace": "2", "debugx": "3", "keep": "4"}
 	if err := g.EditMeta(context.Background(), testReq, nil, meta); err != nil {
 		t.Fatal(err)
@@ -20,7 +22,7 @@ func TestMetadataGuard(t *testing.T) {
 	}
 	meta = map[string]string{"secret": "s", "owner": "o", "internal": "1"}
 	err := g.EditMeta(context.Background(), testReq, nil, meta)
-	var r *Refusal
+	var r *filter.Refusal
 	if !errors.As(err, &r) || !strings.Contains(r.Message, "x-amz-meta-owner") {
 		t.Fatalf("refusal %v", err)
 	}
@@ -30,8 +32,8 @@ func TestMetadataGuard(t *testing.T) {
 }
 
 func TestMetadataGuardParams(t *testing.T) {
-	in, _ := NewBuiltinRegistry().Lookup("metadata_guard")
-	if _, err := in.New(Params{"deny": "a*b"}, Env{}); err == nil {
+	in, _ := testRegistry().Lookup("metadata_guard")
+	if _, err := in.New(filter.Params{"deny": "a*b"}, filter.Env{}); err == nil {
 		t.Fatal("'*' inside a name accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package filter
+package native
 
 import (
 	"bytes"
@@ -6,11 +6,13 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 func TestNoopPassesThrough(t *testing.T) {
-	reg := NewBuiltinRegistry()
-	f := newFilter(t, reg, "noop", nil, Env{})
+	reg := testRegistry()
+	f := newFilter(t, reg, "noop", nil, filter.Env{})
 	for _, size := range []int{0, 1, 4095, 1 << 20} {
 		plain := randData(uint64(size), size)
 		stored, rec := encode(t, f, plain)
@@ -22,7 +24,7 @@ func TestNoopPassesThrough(t *testing.T) {
 		}
 		ms := newMemSource(stored)
 		src := decode(t, f, rec, ms)
-		if src != Source(ms) {
+		if src != filter.Source(ms) {
 			t.Fatal("Decode does not return src itself")
 		}
 	}
@@ -31,7 +33,7 @@ func TestNoopPassesThrough(t *testing.T) {
 // The encoded stream reads straight from the caller's reader: no buffer
 // of its own, and nothing read ahead.
 func TestNoopDoesNotCopy(t *testing.T) {
-	f := newFilter(t, NewBuiltinRegistry(), "noop", nil, Env{}).(*noop)
+	f := newFilter(t, testRegistry(), "noop", nil, filter.Env{}).(*noop)
 	plain := []byte("abcdefghij")
 	src := &countingReader{r: bytes.NewReader(plain)}
 	r, _, err := f.Encode(context.Background(), testReq, src)
@@ -50,15 +52,15 @@ func TestNoopDoesNotCopy(t *testing.T) {
 }
 
 func TestNoopRecord(t *testing.T) {
-	f := newFilter(t, NewBuiltinRegistry(), "noop", nil, Env{})
+	f := newFilter(t, testRegistry(), "noop", nil, filter.Env{})
 	_, rec := encode(t, f, []byte("hello"))
-	dec := f.(Decoder)
-	if _, err := dec.Decode(context.Background(), testReq, rec, newMemSource([]byte("hell"))); !errors.Is(err, ErrIntegrity) {
+	dec := f.(filter.Decoder)
+	if _, err := dec.Decode(context.Background(), testReq, rec, newMemSource([]byte("hell"))); !errors.Is(err, filter.ErrIntegrity) {
 		t.Fatalf("size mismatch: %v", err)
 	}
 	bad := rec
 	bad.Filter = "compression"
-	if _, err := dec.Decode(context.Background(), testReq, bad, newMemSource([]byte("hello"))); !errors.Is(err, ErrIntegrity) {
+	if _, err := dec.Decode(context.Background(), testReq, bad, newMemSource([]byte("hello"))); !errors.Is(err, filter.ErrIntegrity) {
 		t.Fatalf("foreign record: %v", err)
 	}
 	bad = rec
@@ -66,8 +68,8 @@ func TestNoopRecord(t *testing.T) {
 	if _, err := dec.Decode(context.Background(), testReq, bad, newMemSource([]byte("hello"))); err == nil {
 		t.Fatal("future version accepted")
 	}
-	in, _ := NewBuiltinRegistry().Lookup("noop")
-	if _, err := in.New(Params{"x": "1"}, Env{}); err == nil || err.Error() != `noop: unknown parameter "x" (it takes none)` {
+	in, _ := testRegistry().Lookup("noop")
+	if _, err := in.New(filter.Params{"x": "1"}, filter.Env{}); err == nil || err.Error() != `noop: unknown parameter "x" (it takes none)` {
 		t.Fatalf("New with a parameter: %v", err)
 	}
 }
@@ -76,7 +78,7 @@ func TestNoopRecord(t *testing.T) {
 // PUT and GET, against reading the body directly.
 func BenchmarkNoop(b *testing.B) {
 	plain := randData(1, 1<<20)
-	f := newFilter(b, NewBuiltinRegistry(), "noop", nil, Env{})
+	f := newFilter(b, testRegistry(), "noop", nil, filter.Env{})
 	buf := make([]byte, 32<<10)
 	b.Run("direct", func(b *testing.B) {
 		b.SetBytes(int64(len(plain)))
@@ -92,13 +94,13 @@ func BenchmarkNoop(b *testing.B) {
 		b.SetBytes(int64(len(plain)))
 		ms := newMemSource(plain)
 		for b.Loop() {
-			r, rec, _ := f.(Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
+			r, rec, _ := f.(filter.Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
 			io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, buf)
 			record, err := rec()
 			if err != nil {
 				b.Fatal(err)
 			}
-			src, err := f.(Decoder).Decode(context.Background(), testReq, record, ms)
+			src, err := f.(filter.Decoder).Decode(context.Background(), testReq, record, ms)
 			if err != nil {
 				b.Fatal(err)
 			}

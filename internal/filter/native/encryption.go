@@ -1,4 +1,4 @@
-package filter
+package native
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"strconv"
 
 	"github.com/minio/sio"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 // The encryption filter seals a stream with AES-256-GCM in the DARE 2.0
@@ -38,21 +40,21 @@ const (
 	maxDarePackets = 1 << 32 // sequence numbers are 32 bits
 )
 
-var _ Reversible = (*encryption)(nil)
+var _ filter.Reversible = (*encryption)(nil)
 
-func encryptionInfo() *Info {
-	in := &Info{
+func EncryptionInfo() *filter.Info {
+	in := &filter.Info{
 		Name:       encryptionName,
 		Version:    encryptionVersion,
 		Kind:       "native",
-		Methods:    []Method{MethodPut},
-		Stages:     []Stage{StageGateway, StageStorage},
+		Methods:    []filter.Method{filter.MethodPut},
+		Stages:     []filter.Stage{filter.StageGateway, filter.StageStorage},
 		Reversible: true,
 		Doc: "Encrypts the stream with AES-256-GCM in the DARE 2.0 format under a per-object key " +
 			"sealed with the tenant's current data key; Range GETs decrypt only the 64 KiB packages they need.",
 	}
-	in.New = func(p Params, env Env) (Filter, error) {
-		if _, err := resolveParams(in, p); err != nil {
+	in.New = func(p filter.Params, env filter.Env) (filter.Filter, error) {
+		if _, err := filter.ResolveParams(in, p); err != nil {
 			return nil, err
 		}
 		if env.Keys == nil {
@@ -64,11 +66,11 @@ func encryptionInfo() *Info {
 }
 
 type encryption struct {
-	info *Info
-	keys KeyProvider
+	info *filter.Info
+	keys filter.KeyProvider
 }
 
-func (f *encryption) Info() *Info { return f.info }
+func (f *encryption) Info() *filter.Info { return f.info }
 
 func (f *encryption) dareConfig(key []byte, seq uint32) sio.Config {
 	return sio.Config{
@@ -81,7 +83,7 @@ func (f *encryption) dareConfig(key []byte, seq uint32) sio.Config {
 }
 
 // Encode seals plain under a fresh object key.
-func (f *encryption) Encode(ctx context.Context, req *Request, plain io.Reader) (io.Reader, func() (Record, error), error) {
+func (f *encryption) Encode(ctx context.Context, req *filter.Request, plain io.Reader) (io.Reader, func() (filter.Record, error), error) {
 	if req == nil || req.Tenant == "" {
 		return nil, nil, fmt.Errorf("%s: request names no tenant", encryptionName)
 	}
@@ -103,28 +105,28 @@ func (f *encryption) Encode(ctx context.Context, req *Request, plain io.Reader) 
 	}
 	out := &countingReader{r: enc}
 	tenant := req.Tenant
-	var done *Record
-	rec := func() (Record, error) {
+	var done *filter.Record
+	rec := func() (filter.Record, error) {
 		if done != nil {
 			return *done, nil // the object key is gone: seal it once
 		}
 		if !out.eof {
-			return Record{}, fmt.Errorf("%s: record requested before the stream reached EOF", encryptionName)
+			return filter.Record{}, fmt.Errorf("%s: record requested before the stream reached EOF", encryptionName)
 		}
 		plainSize, err := sio.DecryptedSize(uint64(out.n))
 		if err != nil {
-			return Record{}, fmt.Errorf("%s: produced %d bytes: %w", encryptionName, out.n, err)
+			return filter.Record{}, fmt.Errorf("%s: produced %d bytes: %w", encryptionName, out.n, err)
 		}
 		// Sealed only now, so that the plaintext size is authenticated
 		// with the key: a stream cut at a package boundary, with a record
 		// edited to match, no longer opens.
 		nonce := make([]byte, sealNonceSize)
 		if _, err := rand.Read(nonce); err != nil {
-			return Record{}, fmt.Errorf("%s: nonce: %w", encryptionName, err)
+			return filter.Record{}, fmt.Errorf("%s: nonce: %w", encryptionName, err)
 		}
 		sealed := aead.Seal(nil, nonce, objKey, sealAD(tenant, kid, int64(plainSize)))
 		clear(objKey)
-		done = &Record{
+		done = &filter.Record{
 			Filter:  encryptionName,
 			Version: encryptionVersion,
 			Params: map[string]string{
@@ -167,12 +169,12 @@ type darePlan struct {
 	plain, stored int64
 }
 
-func parseDareRecord(rec Record) (*darePlan, error) {
+func parseDareRecord(rec filter.Record) (*darePlan, error) {
 	if err := checkRecord(rec, encryptionName, encryptionVersion); err != nil {
 		return nil, err
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%s: record: %s: %w", encryptionName, fmt.Sprintf(format, args...), ErrIntegrity)
+		return fmt.Errorf("%s: record: %s: %w", encryptionName, fmt.Sprintf(format, args...), filter.ErrIntegrity)
 	}
 	for k := range rec.Params {
 		switch k {
@@ -211,7 +213,7 @@ func parseDareRecord(rec Record) (*darePlan, error) {
 }
 
 // Decode opens the object key with the data key the record names.
-func (f *encryption) Decode(ctx context.Context, req *Request, rec Record, src Source) (Source, error) {
+func (f *encryption) Decode(ctx context.Context, req *filter.Request, rec filter.Record, src filter.Source) (filter.Source, error) {
 	if req == nil || req.Tenant == "" {
 		return nil, fmt.Errorf("%s: request names no tenant", encryptionName)
 	}
@@ -220,7 +222,7 @@ func (f *encryption) Decode(ctx context.Context, req *Request, rec Record, src S
 		return nil, err
 	}
 	if src.Size() != pl.stored {
-		return nil, fmt.Errorf("%s: stored stream holds %d bytes, record says %d: %w", encryptionName, src.Size(), pl.stored, ErrIntegrity)
+		return nil, fmt.Errorf("%s: stored stream holds %d bytes, record says %d: %w", encryptionName, src.Size(), pl.stored, filter.ErrIntegrity)
 	}
 	dataKey, err := f.keys.Key(ctx, req.Tenant, pl.kid)
 	if err != nil {
@@ -232,7 +234,7 @@ func (f *encryption) Decode(ctx context.Context, req *Request, rec Record, src S
 	}
 	objKey, err := aead.Open(nil, pl.nonce, pl.sealed, sealAD(req.Tenant, pl.kid, pl.plain))
 	if err != nil {
-		return nil, fmt.Errorf("%s: object key does not open under key %q (wrong key or altered record): %w", encryptionName, pl.kid, ErrIntegrity)
+		return nil, fmt.Errorf("%s: object key does not open under key %q (wrong key or altered record): %w", encryptionName, pl.kid, filter.ErrIntegrity)
 	}
 	return &dareSource{f: f, plan: pl, key: objKey, src: src}, nil
 }
@@ -241,7 +243,7 @@ type dareSource struct {
 	f    *encryption
 	plan *darePlan
 	key  []byte
-	src  Source
+	src  filter.Source
 }
 
 func (s *dareSource) Size() int64 { return s.plan.plain }
@@ -249,7 +251,7 @@ func (s *dareSource) Size() int64 { return s.plan.plain }
 // Open decrypts the packages [off, off+n) overlaps, starting the DARE
 // sequence at the first of them.
 func (s *dareSource) Open(ctx context.Context, off, n int64) (io.ReadCloser, error) {
-	if err := checkRange(s.plan.plain, off, n); err != nil {
+	if err := filter.CheckRange(s.plan.plain, off, n); err != nil {
 		return nil, fmt.Errorf("%s: %w", encryptionName, err)
 	}
 	if n == 0 {
@@ -315,9 +317,9 @@ func (r *dareReader) fail(err error) error {
 		return se.err
 	}
 	if err == io.EOF {
-		return fmt.Errorf("%s: stored stream ends early: %w", encryptionName, ErrIntegrity)
+		return fmt.Errorf("%s: stored stream ends early: %w", encryptionName, filter.ErrIntegrity)
 	}
-	return fmt.Errorf("%s: %w (%w)", encryptionName, ErrIntegrity, err)
+	return fmt.Errorf("%s: %w (%w)", encryptionName, filter.ErrIntegrity, err)
 }
 
 func (r *dareReader) Close() error {

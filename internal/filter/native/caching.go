@@ -1,7 +1,9 @@
-package filter
+package native
 
 import (
 	"fmt"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 // The caching filter keeps objects as clients see them (after their
@@ -15,45 +17,34 @@ const (
 	cachingVersion = 1
 )
 
-// CacheSettings are a caching filter instance's parameters.
-type CacheSettings struct {
-	// Size bounds the bytes this policy may keep on the node's disk.
-	Size int64
-	// Evict is "lru" or "lfu".
-	Evict string
-	// AdmitGet and AdmitPut say which requests fill the cache: a GET
-	// that read the whole object, or a PUT's body.
-	AdmitGet, AdmitPut bool
-}
-
 // Caching is a caching filter instance.
 type Caching struct {
-	info *Info
-	set  CacheSettings
+	info *filter.Info
+	set  filter.CacheSettings
 }
 
-var _ RequestOnly = (*Caching)(nil)
+var _ filter.RequestOnly = (*Caching)(nil)
 
-func cachingInfo() *Info {
-	in := &Info{
+func CachingInfo() *filter.Info {
+	in := &filter.Info{
 		Name:    cachingName,
 		Version: cachingVersion,
 		Kind:    "native",
-		Methods: []Method{MethodGet, MethodPut},
-		Stages:  []Stage{StageGateway},
+		Methods: []filter.Method{filter.MethodGet, filter.MethodPut},
+		Stages:  []filter.Stage{filter.StageGateway},
 		Doc: "Keeps objects as clients see them on the gateway's local disk (--cache-dir) and serves GETs and Range GETs " +
 			"from there; every hit is checked against the object's current ETag, and every change is published on the bus.",
-		Params: []ParamSpec{
-			{Name: "size", Type: TypeSize, Default: "1073741824", Min: 1 << 20, Max: 1 << 50,
+		Params: []filter.ParamSpec{
+			{Name: "size", Type: filter.TypeSize, Default: "1073741824", Min: 1 << 20, Max: 1 << 50,
 				Doc: "bytes this policy may keep on each gateway's cache disk"},
-			{Name: "policy", Type: TypeEnum, Default: "lru", Enum: []string{"lru", "lfu"},
+			{Name: "policy", Type: filter.TypeEnum, Default: "lru", Enum: []string{"lru", "lfu"},
 				Doc: "what to evict first: least recently or least frequently used"},
-			{Name: "admit", Type: TypeEnum, Default: "both", Enum: []string{"get", "put", "both"},
+			{Name: "admit", Type: filter.TypeEnum, Default: "both", Enum: []string{"get", "put", "both"},
 				Doc: "which requests fill the cache: whole-object GETs, PUTs, or both"},
 		},
 	}
-	in.New = func(p Params, _ Env) (Filter, error) {
-		p, err := resolveParams(in, p)
+	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
+		p, err := filter.ResolveParams(in, p)
 		if err != nil {
 			return nil, err
 		}
@@ -62,7 +53,7 @@ func cachingInfo() *Info {
 			return nil, fmt.Errorf("%s: %w", cachingName, err)
 		}
 		admit := p["admit"]
-		return &Caching{info: in, set: CacheSettings{
+		return &Caching{info: in, set: filter.CacheSettings{
 			Size: size, Evict: p["policy"],
 			AdmitGet: admit == "get" || admit == "both",
 			AdmitPut: admit == "put" || admit == "both",
@@ -72,10 +63,10 @@ func cachingInfo() *Info {
 }
 
 // Info describes the filter.
-func (c *Caching) Info() *Info { return c.info }
+func (c *Caching) Info() *filter.Info { return c.info }
 
 // CacheSettings returns the instance's settings.
-func (c *Caching) CacheSettings() CacheSettings { return c.set }
+func (c *Caching) CacheSettings() filter.CacheSettings { return c.set }
 
 // RequestOnly says the PUT stream is not the filter's: admission copies
 // the client's bytes before any filter runs, so the cache never holds a

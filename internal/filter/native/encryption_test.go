@@ -1,4 +1,4 @@
-package filter
+package native
 
 import (
 	"bytes"
@@ -14,11 +14,13 @@ import (
 	"testing"
 
 	"github.com/minio/sio"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
-func newEncryption(t testing.TB, keys KeyProvider) Filter {
+func newEncryption(t testing.TB, keys filter.KeyProvider) filter.Filter {
 	t.Helper()
-	return newFilter(t, NewBuiltinRegistry(), "encryption", nil, Env{Keys: keys})
+	return newFilter(t, testRegistry(), "encryption", nil, filter.Env{Keys: keys})
 }
 
 func TestEncryptionRoundTrip(t *testing.T) {
@@ -135,7 +137,7 @@ func TestEncryptionTamperStream(t *testing.T) {
 		bad := bytes.Clone(stored)
 		bad[pos] ^= 0x01
 		src := decode(t, f, rec, newMemSource(bad))
-		if _, err := readRange(src, 0, size); !errors.Is(err, ErrIntegrity) {
+		if _, err := readRange(src, 0, size); !errors.Is(err, filter.ErrIntegrity) {
 			t.Fatalf("byte %d flipped: full read err = %v, want ErrIntegrity", pos, err)
 		}
 		// A range over the altered package fails too; ranges elsewhere
@@ -143,7 +145,7 @@ func TestEncryptionTamperStream(t *testing.T) {
 		pkg := pos / darePackage
 		off := pkg*darePayload + 10
 		n := min(int64(100), size-off)
-		if _, err := readRange(src, off, n); !errors.Is(err, ErrIntegrity) {
+		if _, err := readRange(src, off, n); !errors.Is(err, filter.ErrIntegrity) {
 			t.Fatalf("byte %d flipped: range over its package err = %v", pos, err)
 		}
 	}
@@ -151,12 +153,12 @@ func TestEncryptionTamperStream(t *testing.T) {
 	swapped := bytes.Clone(stored)
 	copy(swapped[darePackage:2*darePackage], stored[2*darePackage:3*darePackage])
 	copy(swapped[2*darePackage:3*darePackage], stored[darePackage:2*darePackage])
-	if _, err := readRange(decode(t, f, rec, newMemSource(swapped)), 0, size); !errors.Is(err, ErrIntegrity) {
+	if _, err := readRange(decode(t, f, rec, newMemSource(swapped)), 0, size); !errors.Is(err, filter.ErrIntegrity) {
 		t.Fatalf("swapped packages: %v", err)
 	}
 	// A range starting at a package taken from elsewhere: its sequence
 	// number does not match its place.
-	if _, err := readRange(decode(t, f, rec, newMemSource(swapped)), darePayload, 10); !errors.Is(err, ErrIntegrity) {
+	if _, err := readRange(decode(t, f, rec, newMemSource(swapped)), darePayload, 10); !errors.Is(err, filter.ErrIntegrity) {
 		t.Fatalf("swapped package read alone: %v", err)
 	}
 
@@ -166,15 +168,15 @@ func TestEncryptionTamperStream(t *testing.T) {
 	cut.Params = cloneParams(rec.Params)
 	cut.Size = 3 * darePackage
 	cut.Params["plain"] = strconv.Itoa(3 * darePayload)
-	if _, err := f.(Decoder).Decode(context.Background(), testReq, cut, newMemSource(stored[:cut.Size])); !errors.Is(err, ErrIntegrity) {
+	if _, err := f.(filter.Decoder).Decode(context.Background(), testReq, cut, newMemSource(stored[:cut.Size])); !errors.Is(err, filter.ErrIntegrity) {
 		t.Fatalf("truncated stream: %v", err)
 	}
 	// A stream shorter than its record is refused at once.
-	if _, err := f.(Decoder).Decode(context.Background(), testReq, rec, newMemSource(stored[:len(stored)-1])); !errors.Is(err, ErrIntegrity) {
+	if _, err := f.(filter.Decoder).Decode(context.Background(), testReq, rec, newMemSource(stored[:len(stored)-1])); !errors.Is(err, filter.ErrIntegrity) {
 		t.Fatalf("short source: %v", err)
 	}
 	// A source that returns less than it was asked.
-	if _, err := readRange(decode(t, f, rec, shortSource{newMemSource(stored)}), 0, size); !errors.Is(err, ErrIntegrity) {
+	if _, err := readRange(decode(t, f, rec, shortSource{newMemSource(stored)}), 0, size); !errors.Is(err, filter.ErrIntegrity) {
 		t.Fatalf("short reads: %v", err)
 	}
 }
@@ -197,34 +199,34 @@ func TestEncryptionTamperRecord(t *testing.T) {
 		b[len(b)/2] ^= 1
 		return base64.StdEncoding.EncodeToString(b)
 	}
-	for name, mutate := range map[string]func(r *Record){
-		"sealed key":    func(r *Record) { r.Params["sealed"] = flipB64(r.Params["sealed"]) },
-		"nonce":         func(r *Record) { r.Params["nonce"] = flipB64(r.Params["nonce"]) },
-		"other key id":  func(r *Record) { r.Params["kid"] = "k2" },
-		"dare version":  func(r *Record) { r.Params["dare"] = "1.0" },
-		"cipher":        func(r *Record) { r.Params["cipher"] = "CHACHA20-POLY1305" },
-		"unknown field": func(r *Record) { r.Params["key"] = "x" },
-		"plain size":    func(r *Record) { r.Params["plain"] = strconv.Itoa(len(plain) - 1) },
-		"sealed size":   func(r *Record) { r.Params["sealed"] = base64.StdEncoding.EncodeToString(make([]byte, 32)) },
-		"no key id":     func(r *Record) { delete(r.Params, "kid") },
-		"filter":        func(r *Record) { r.Filter = "compression" },
+	for name, mutate := range map[string]func(r *filter.Record){
+		"sealed key":    func(r *filter.Record) { r.Params["sealed"] = flipB64(r.Params["sealed"]) },
+		"nonce":         func(r *filter.Record) { r.Params["nonce"] = flipB64(r.Params["nonce"]) },
+		"other key id":  func(r *filter.Record) { r.Params["kid"] = "k2" },
+		"dare version":  func(r *filter.Record) { r.Params["dare"] = "1.0" },
+		"cipher":        func(r *filter.Record) { r.Params["cipher"] = "CHACHA20-POLY1305" },
+		"unknown field": func(r *filter.Record) { r.Params["key"] = "x" },
+		"plain size":    func(r *filter.Record) { r.Params["plain"] = strconv.Itoa(len(plain) - 1) },
+		"sealed size":   func(r *filter.Record) { r.Params["sealed"] = base64.StdEncoding.EncodeToString(make([]byte, 32)) },
+		"no key id":     func(r *filter.Record) { delete(r.Params, "kid") },
+		"filter":        func(r *filter.Record) { r.Filter = "compression" },
 	} {
 		r := rec
 		r.Params = cloneParams(rec.Params)
 		mutate(&r)
-		if _, err := f.(Decoder).Decode(context.Background(), testReq, r, newMemSource(stored)); !errors.Is(err, ErrIntegrity) {
+		if _, err := f.(filter.Decoder).Decode(context.Background(), testReq, r, newMemSource(stored)); !errors.Is(err, filter.ErrIntegrity) {
 			t.Errorf("record %s altered: err = %v, want ErrIntegrity", name, err)
 		}
 	}
 	// The sealed key is bound to its tenant.
 	other := *testReq
 	other.Tenant = "mallory"
-	if _, err := f.(Decoder).Decode(context.Background(), &other, rec, newMemSource(stored)); !errors.Is(err, ErrIntegrity) {
+	if _, err := f.(filter.Decoder).Decode(context.Background(), &other, rec, newMemSource(stored)); !errors.Is(err, filter.ErrIntegrity) {
 		t.Errorf("another tenant: err = %v, want ErrIntegrity", err)
 	}
 	// Same key id, different key (a wrong master key): never wrong data.
 	keys.setSecret("s2")
-	if _, err := f.(Decoder).Decode(context.Background(), testReq, rec, newMemSource(stored)); !errors.Is(err, ErrIntegrity) {
+	if _, err := f.(filter.Decoder).Decode(context.Background(), testReq, rec, newMemSource(stored)); !errors.Is(err, filter.ErrIntegrity) {
 		t.Errorf("wrong key: err = %v, want ErrIntegrity", err)
 	}
 }
@@ -242,7 +244,7 @@ func TestEncryptionKeyIDs(t *testing.T) {
 	// Both stay readable after rotation: each names its own key.
 	for _, c := range []struct {
 		stored, plain []byte
-		rec           Record
+		rec           filter.Record
 	}{{storedA, plainA, recA}, {storedB, plainB, recB}} {
 		got, err := readRange(decode(t, f, c.rec, newMemSource(c.stored)), 0, int64(len(c.plain)))
 		if err != nil || !bytes.Equal(got, c.plain) {
@@ -253,7 +255,7 @@ func TestEncryptionKeyIDs(t *testing.T) {
 	r := recA
 	r.Params = cloneParams(recA.Params)
 	r.Params["kid"] = "zz"
-	_, err := f.(Decoder).Decode(context.Background(), testReq, r, newMemSource(storedA))
+	_, err := f.(filter.Decoder).Decode(context.Background(), testReq, r, newMemSource(storedA))
 	if err == nil || !strings.Contains(err.Error(), `has no key "zz"`) {
 		t.Fatalf("unknown key id: %v", err)
 	}
@@ -264,7 +266,7 @@ func TestEncryptionKeyIDs(t *testing.T) {
 func TestEncryptionRecordTwice(t *testing.T) {
 	f := newEncryption(t, newTestKeys())
 	plain := textData(1, 3000)
-	r, rec, err := f.(Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
+	r, rec, err := f.(filter.Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,23 +289,23 @@ func TestEncryptionSourceErrors(t *testing.T) {
 	boom := errors.New("backend connection reset")
 	for _, after := range []int64{0, 10, darePackage + 5} {
 		_, err := readRange(decode(t, f, rec, failingSource{newMemSource(stored), after, boom}), 0, int64(len(plain)))
-		if !errors.Is(err, boom) || errors.Is(err, ErrIntegrity) {
+		if !errors.Is(err, boom) || errors.Is(err, filter.ErrIntegrity) {
 			t.Fatalf("source failing after %d bytes: %v, want the source's error", after, err)
 		}
 	}
 }
 
 func TestEncryptionNew(t *testing.T) {
-	in, _ := NewBuiltinRegistry().Lookup("encryption")
-	if _, err := in.New(nil, Env{}); err == nil || err.Error() != "encryption: the server has no key provider" {
+	in, _ := testRegistry().Lookup("encryption")
+	if _, err := in.New(nil, filter.Env{}); err == nil || err.Error() != "encryption: the server has no key provider" {
 		t.Errorf("New without keys: %v", err)
 	}
-	if _, err := in.New(Params{"cipher": "aes"}, Env{Keys: newTestKeys()}); err == nil ||
+	if _, err := in.New(filter.Params{"cipher": "aes"}, filter.Env{Keys: newTestKeys()}); err == nil ||
 		err.Error() != `encryption: unknown parameter "cipher" (it takes none)` {
 		t.Errorf("New with a parameter: %v", err)
 	}
 	f := newEncryption(t, newTestKeys())
-	if _, _, err := f.(Encoder).Encode(context.Background(), &Request{}, bytes.NewReader(nil)); err == nil {
+	if _, _, err := f.(filter.Encoder).Encode(context.Background(), &filter.Request{}, bytes.NewReader(nil)); err == nil {
 		t.Error("Encode without a tenant accepted")
 	}
 }
@@ -317,7 +319,7 @@ func BenchmarkEncryption(b *testing.B) {
 	b.Run("encode", func(b *testing.B) {
 		b.SetBytes(int64(len(plain)))
 		for b.Loop() {
-			r, _, err := f.(Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
+			r, _, err := f.(filter.Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
 			if err != nil {
 				b.Fatal(err)
 			}

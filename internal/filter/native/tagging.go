@@ -1,4 +1,4 @@
-package filter
+package native
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 // The tagging filter sets user metadata from a regular expression matched
@@ -20,7 +22,7 @@ const (
 
 // Tagging is a tagging instance.
 type Tagging struct {
-	info    *Info
+	info    *filter.Info
 	re      *regexp.Regexp
 	name    string
 	value   string // template: $1, ${name} expand from the match
@@ -29,30 +31,30 @@ type Tagging struct {
 }
 
 var (
-	_ MetaEditor  = (*Tagging)(nil)
-	_ RequestOnly = (*Tagging)(nil)
+	_ filter.MetaEditor  = (*Tagging)(nil)
+	_ filter.RequestOnly = (*Tagging)(nil)
 )
 
 var metaNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,127}$`)
 
-func taggingInfo() *Info {
-	in := &Info{
+func TaggingInfo() *filter.Info {
+	in := &filter.Info{
 		Name:    taggingName,
 		Version: taggingVersion,
 		Kind:    "native",
-		Methods: []Method{MethodPut},
-		Stages:  []Stage{StageGateway},
+		Methods: []filter.Method{filter.MethodPut},
+		Stages:  []filter.Stage{filter.StageGateway},
 		Doc: `Sets user metadata x-amz-meta-NAME when regex matches the key (match=key) or the first peek bytes of the ` +
 			`content (match=content); tag="NAME=VALUE", where VALUE may use the match's groups ($1, ${name}).`,
-		Params: []ParamSpec{
-			{Name: "regex", Type: TypeString, Doc: "RE2 regular expression"},
-			{Name: "tag", Type: TypeString, Doc: `"NAME=VALUE": the metadata key (without x-amz-meta-) and its value template`},
-			{Name: "match", Type: TypeEnum, Default: "key", Enum: []string{"key", "content"}, Doc: "what regex is matched against"},
-			{Name: "peek", Type: TypeSize, Default: "4096", Min: 1, Max: maxTagPeek, Doc: "leading bytes of the content matched when on=content"},
+		Params: []filter.ParamSpec{
+			{Name: "regex", Type: filter.TypeString, Doc: "RE2 regular expression"},
+			{Name: "tag", Type: filter.TypeString, Doc: `"NAME=VALUE": the metadata key (without x-amz-meta-) and its value template`},
+			{Name: "match", Type: filter.TypeEnum, Default: "key", Enum: []string{"key", "content"}, Doc: "what regex is matched against"},
+			{Name: "peek", Type: filter.TypeSize, Default: "4096", Min: 1, Max: maxTagPeek, Doc: "leading bytes of the content matched when on=content"},
 		},
 	}
-	in.New = func(p Params, _ Env) (Filter, error) {
-		p, err := resolveParams(in, p)
+	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
+		p, err := filter.ResolveParams(in, p)
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +63,7 @@ func taggingInfo() *Info {
 	return in
 }
 
-func newTagging(in *Info, p Params) (*Tagging, error) {
+func newTagging(in *filter.Info, p filter.Params) (*Tagging, error) {
 	if p["regex"] == "" && p["tag"] == "" {
 		// Built without parameters (the registry's self-check): inert.
 		return &Tagging{info: in}, nil
@@ -87,7 +89,7 @@ func newTagging(in *Info, p Params) (*Tagging, error) {
 }
 
 // Info describes the filter.
-func (t *Tagging) Info() *Info { return t.info }
+func (t *Tagging) Info() *filter.Info { return t.info }
 
 // Peek is how many leading bytes the content match needs (0 on keys).
 func (t *Tagging) Peek() int {
@@ -99,7 +101,7 @@ func (t *Tagging) Peek() int {
 
 // EditMeta sets the tag when the regex matches. A client's own value of
 // the same key is replaced: the policy is the authority on its tags.
-func (t *Tagging) EditMeta(_ context.Context, req *Request, head []byte, meta map[string]string) error {
+func (t *Tagging) EditMeta(_ context.Context, req *filter.Request, head []byte, meta map[string]string) error {
 	if t.re == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package filter
+package native
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 // memSource is a stored stream in memory that counts what is asked of it.
@@ -26,7 +28,7 @@ func newMemSource(b []byte) *memSource { return &memSource{b: b} }
 func (m *memSource) Size() int64 { return int64(len(m.b)) }
 
 func (m *memSource) Open(_ context.Context, off, n int64) (io.ReadCloser, error) {
-	if err := checkRange(int64(len(m.b)), off, n); err != nil {
+	if err := filter.CheckRange(int64(len(m.b)), off, n); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -47,7 +49,7 @@ func (m *memSource) reset() (requested int64, opens int) {
 // countingSource wraps a Source to count what is asked of it, for
 // sources that are themselves decoded views.
 type countingSource struct {
-	Source
+	filter.Source
 	mu        sync.Mutex
 	requested int64
 }
@@ -151,7 +153,7 @@ func (k *testKeys) setSecret(s string) {
 }
 
 // newFilter builds a registered filter by name.
-func newFilter(t testing.TB, reg *Registry, name string, p Params, env Env) Filter {
+func newFilter(t testing.TB, reg *filter.Registry, name string, p filter.Params, env filter.Env) filter.Filter {
 	t.Helper()
 	in, ok := reg.Lookup(name)
 	if !ok {
@@ -164,13 +166,13 @@ func newFilter(t testing.TB, reg *Registry, name string, p Params, env Env) Filt
 	return f
 }
 
-var testReq = &Request{Tenant: "acme", Bucket: "b", Key: "k", Method: MethodPut, Size: -1}
+var testReq = &filter.Request{Tenant: "acme", Bucket: "b", Key: "k", Method: filter.MethodPut, Size: -1}
 
 // encode runs an encoder over plain with reads of odd sizes, and returns
 // the stored bytes and the record.
-func encode(t testing.TB, f Filter, plain []byte) ([]byte, Record) {
+func encode(t testing.TB, f filter.Filter, plain []byte) ([]byte, filter.Record) {
 	t.Helper()
-	enc := f.(Encoder)
+	enc := f.(filter.Encoder)
 	r, rec, err := enc.Encode(context.Background(), testReq, bytes.NewReader(plain))
 	if err != nil {
 		t.Fatalf("Encode: %v", err)
@@ -193,9 +195,9 @@ func encode(t testing.TB, f Filter, plain []byte) ([]byte, Record) {
 	return out.Bytes(), got
 }
 
-func decode(t testing.TB, f Filter, rec Record, src Source) Source {
+func decode(t testing.TB, f filter.Filter, rec filter.Record, src filter.Source) filter.Source {
 	t.Helper()
-	s, err := f.(Decoder).Decode(context.Background(), testReq, rec, src)
+	s, err := f.(filter.Decoder).Decode(context.Background(), testReq, rec, src)
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
@@ -204,7 +206,7 @@ func decode(t testing.TB, f Filter, rec Record, src Source) Source {
 
 // roundTrip encodes plain, decodes the whole stream and checks it reads
 // back unchanged.
-func roundTrip(t testing.TB, f Filter, plain []byte) ([]byte, Record) {
+func roundTrip(t testing.TB, f filter.Filter, plain []byte) ([]byte, filter.Record) {
 	t.Helper()
 	stored, rec := encode(t, f, plain)
 	src := decode(t, f, rec, newMemSource(stored))
@@ -225,7 +227,7 @@ func roundTrip(t testing.TB, f Filter, plain []byte) ([]byte, Record) {
 // (WriteTo where the reader has it), and compares it with plain. stored
 // is the stored stream under src: after is called with what the Read
 // pass of each range asked of it.
-func checkRanges(t testing.TB, src Source, stored *memSource, plain []byte, ranges [][2]int64, after func(off, n, requested int64, opens int)) {
+func checkRanges(t testing.TB, src filter.Source, stored *memSource, plain []byte, ranges [][2]int64, after func(off, n, requested int64, opens int)) {
 	t.Helper()
 	for _, r := range ranges {
 		off, n := r[0], r[1]
@@ -252,7 +254,7 @@ func checkRanges(t testing.TB, src Source, stored *memSource, plain []byte, rang
 }
 
 // readRange reads [off, off+n) of s completely.
-func readRange(s Source, off, n int64) ([]byte, error) {
+func readRange(s filter.Source, off, n int64) ([]byte, error) {
 	rc, err := s.Open(context.Background(), off, n)
 	if err != nil {
 		return nil, err
@@ -286,4 +288,10 @@ func rangesFor(seed uint64, size, unit int64) [][2]int64 {
 		rs = append(rs, [2]int64{off, n})
 	}
 	return rs
+}
+
+// testRegistry holds fresh native filters, as the builtin list does.
+func testRegistry() *filter.Registry {
+	return filter.NewRegistry(NoopInfo(), CompressionInfo(), EncryptionInfo(), CachingInfo(),
+		TaggingInfo(), MetadataGuardInfo(), RecycleBinInfo())
 }

@@ -1,4 +1,4 @@
-package filter
+package native
 
 import (
 	"bytes"
@@ -15,21 +15,23 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 const testFrame = 64 << 10
 
 var engines = []string{"zstd", "gzip", "lz4"}
 
-func compressionParams(engine string, frame int) Params {
-	return Params{"engine": engine, "frame": strconv.Itoa(frame)}
+func compressionParams(engine string, frame int) filter.Params {
+	return filter.Params{"engine": engine, "frame": strconv.Itoa(frame)}
 }
 
 func TestCompressionRoundTrip(t *testing.T) {
-	reg := NewBuiltinRegistry()
+	reg := testRegistry()
 	sizes := []int{0, 1, testFrame - 1, testFrame, testFrame + 1, 3*testFrame + 17, 3<<20 + 3}
 	for _, eng := range engines {
-		f := newFilter(t, reg, "compression", compressionParams(eng, testFrame), Env{})
+		f := newFilter(t, reg, "compression", compressionParams(eng, testFrame), filter.Env{})
 		for _, kind := range []string{"text", "random"} {
 			for _, size := range sizes {
 				t.Run(fmt.Sprintf("%s/%s/%d", eng, kind, size), func(t *testing.T) {
@@ -62,7 +64,7 @@ func TestCompressionRoundTrip(t *testing.T) {
 
 // Every level of every engine, and the default frame (1 MiB).
 func TestCompressionLevelsAndDefaultFrame(t *testing.T) {
-	reg := NewBuiltinRegistry()
+	reg := testRegistry()
 	plain := textData(3, 2*testFrame+300)
 	for _, eng := range engines {
 		e, _ := parseEngine(eng)
@@ -70,14 +72,14 @@ func TestCompressionLevelsAndDefaultFrame(t *testing.T) {
 		for level := lo; level <= hi; level++ {
 			p := compressionParams(eng, testFrame)
 			p["level"] = strconv.Itoa(level)
-			f := newFilter(t, reg, "compression", p, Env{})
+			f := newFilter(t, reg, "compression", p, filter.Env{})
 			stored, rec := encode(t, f, plain)
 			if len(stored) > len(plain)*6/10 {
 				t.Errorf("%s level %d: %d bytes stored for %d", eng, level, len(stored), len(plain))
 			}
 			// Decoding needs nothing but the record: an instance with
 			// other parameters undoes it.
-			other := newFilter(t, reg, "compression", nil, Env{})
+			other := newFilter(t, reg, "compression", nil, filter.Env{})
 			got, err := readRange(decode(t, other, rec, newMemSource(stored)), 0, int64(len(plain)))
 			if err != nil || !bytes.Equal(got, plain) {
 				t.Fatalf("%s level %d: round trip failed: %v", eng, level, err)
@@ -85,7 +87,7 @@ func TestCompressionLevelsAndDefaultFrame(t *testing.T) {
 		}
 	}
 	big := textData(4, defaultFrame+defaultFrame/2) // a full frame and a partial one
-	f := newFilter(t, reg, "compression", nil, Env{})
+	f := newFilter(t, reg, "compression", nil, filter.Env{})
 	stored, rec := encode(t, f, big)
 	if rec.Params["frame"] != strconv.Itoa(defaultFrame) || rec.Params["engine"] != "zstd" {
 		t.Fatalf("defaults not applied: %v", rec.Params)
@@ -114,12 +116,12 @@ func mixedData(n int) []byte {
 }
 
 func TestCompressionRanges(t *testing.T) {
-	reg := NewBuiltinRegistry()
+	reg := testRegistry()
 	plain := mixedData(20*testFrame + 999)
 	size := int64(len(plain))
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
-			f := newFilter(t, reg, "compression", compressionParams(eng, testFrame), Env{})
+			f := newFilter(t, reg, "compression", compressionParams(eng, testFrame), filter.Env{})
 			stored, rec := encode(t, f, plain)
 			ix, err := parseFrameIndex(rec)
 			if err != nil {
@@ -165,8 +167,8 @@ func TestCompressionRanges(t *testing.T) {
 // Encode streams: it never reads more than one frame ahead of what it
 // has handed out.
 func TestCompressionStreams(t *testing.T) {
-	reg := NewBuiltinRegistry()
-	f := newFilter(t, reg, "compression", compressionParams("zstd", testFrame), Env{}).(*compression)
+	reg := testRegistry()
+	f := newFilter(t, reg, "compression", compressionParams("zstd", testFrame), filter.Env{}).(*compression)
 	plain := textData(1, 40*testFrame)
 	src := &countingReader{r: bytes.NewReader(plain)}
 	r, _, err := f.Encode(context.Background(), testReq, src)
@@ -199,8 +201,8 @@ func TestCompressionStreams(t *testing.T) {
 }
 
 func TestCompressionCancel(t *testing.T) {
-	reg := NewBuiltinRegistry()
-	f := newFilter(t, reg, "compression", nil, Env{}).(*compression)
+	reg := testRegistry()
+	f := newFilter(t, reg, "compression", nil, filter.Env{}).(*compression)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r, _, err := f.Encode(ctx, testReq, bytes.NewReader(textData(1, 100)))
@@ -213,11 +215,11 @@ func TestCompressionCancel(t *testing.T) {
 }
 
 func TestCompressionTamper(t *testing.T) {
-	reg := NewBuiltinRegistry()
+	reg := testRegistry()
 	plain := mixedData(6*testFrame + 5)
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
-			f := newFilter(t, reg, "compression", compressionParams(eng, testFrame), Env{})
+			f := newFilter(t, reg, "compression", compressionParams(eng, testFrame), filter.Env{})
 			stored, rec := encode(t, f, plain)
 			ix, _ := parseFrameIndex(rec)
 			// A flipped byte anywhere: in a payload, in a CRC, in a
@@ -230,31 +232,31 @@ func TestCompressionTamper(t *testing.T) {
 				bad := bytes.Clone(stored)
 				bad[pos] ^= 0x20
 				_, err := readRange(decode(t, f, rec, newMemSource(bad)), 0, int64(len(plain)))
-				if !errors.Is(err, ErrIntegrity) {
+				if !errors.Is(err, filter.ErrIntegrity) {
 					t.Fatalf("byte %d flipped: err = %v, want ErrIntegrity", pos, err)
 				}
 			}
 			// The record is data too.
-			mutations := map[string]func(r *Record){
-				"size":          func(r *Record) { r.Size-- },
-				"plain":         func(r *Record) { r.Params["plain"] = strconv.Itoa(len(plain) + 1) },
-				"plain garbage": func(r *Record) { r.Params["plain"] = "-5" },
-				"engine":        func(r *Record) { r.Params["engine"] = "brotli" },
-				"frame":         func(r *Record) { r.Params["frame"] = "100" },
-				"unknown field": func(r *Record) { r.Params["eval"] = "1" },
-				"index base64":  func(r *Record) { r.Params["index"] += "!" },
-				"index short":   func(r *Record) { r.Params["index"] = r.Params["index"][:4] },
-				"index grown": func(r *Record) {
+			mutations := map[string]func(r *filter.Record){
+				"size":          func(r *filter.Record) { r.Size-- },
+				"plain":         func(r *filter.Record) { r.Params["plain"] = strconv.Itoa(len(plain) + 1) },
+				"plain garbage": func(r *filter.Record) { r.Params["plain"] = "-5" },
+				"engine":        func(r *filter.Record) { r.Params["engine"] = "brotli" },
+				"frame":         func(r *filter.Record) { r.Params["frame"] = "100" },
+				"unknown field": func(r *filter.Record) { r.Params["eval"] = "1" },
+				"index base64":  func(r *filter.Record) { r.Params["index"] += "!" },
+				"index short":   func(r *filter.Record) { r.Params["index"] = r.Params["index"][:4] },
+				"index grown": func(r *filter.Record) {
 					b, _ := base64.RawStdEncoding.DecodeString(r.Params["index"])
 					b[0]++
 					r.Params["index"] = base64.RawStdEncoding.EncodeToString(b)
 				},
-				"index extra": func(r *Record) {
+				"index extra": func(r *filter.Record) {
 					b, _ := base64.RawStdEncoding.DecodeString(r.Params["index"])
 					r.Params["index"] = base64.RawStdEncoding.EncodeToString(binary.AppendUvarint(b, 0))
 				},
-				"filter": func(r *Record) { r.Filter = "encryption" },
-				"huge":   func(r *Record) { r.Params["plain"] = "9223372036854775807" },
+				"filter": func(r *filter.Record) { r.Filter = "encryption" },
+				"huge":   func(r *filter.Record) { r.Params["plain"] = "9223372036854775807" },
 			}
 			for name, mutate := range mutations {
 				r := rec
@@ -267,18 +269,18 @@ func TestCompressionTamper(t *testing.T) {
 				if name == "size" {
 					src = newMemSource(stored[:len(stored)-1])
 				}
-				if _, err := f.(Decoder).Decode(context.Background(), testReq, r, src); !errors.Is(err, ErrIntegrity) {
+				if _, err := f.(filter.Decoder).Decode(context.Background(), testReq, r, src); !errors.Is(err, filter.ErrIntegrity) {
 					t.Errorf("record %s: err = %v, want ErrIntegrity", name, err)
 				}
 			}
 			// A source shorter than the record says.
-			if _, err := f.(Decoder).Decode(context.Background(), testReq, rec, newMemSource(stored[:len(stored)-10])); !errors.Is(err, ErrIntegrity) {
+			if _, err := f.(filter.Decoder).Decode(context.Background(), testReq, rec, newMemSource(stored[:len(stored)-10])); !errors.Is(err, filter.ErrIntegrity) {
 				t.Errorf("truncated source: %v", err)
 			}
 			// A future version is refused, not misread.
 			r := rec
 			r.Version = compressionVersion + 1
-			if _, err := f.(Decoder).Decode(context.Background(), testReq, r, newMemSource(stored)); err == nil {
+			if _, err := f.(filter.Decoder).Decode(context.Background(), testReq, r, newMemSource(stored)); err == nil {
 				t.Error("record of a future version accepted")
 			}
 		})
@@ -317,20 +319,20 @@ type errReader struct{ err error }
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 func TestCompressionSourceErrors(t *testing.T) {
-	reg := NewBuiltinRegistry()
-	f := newFilter(t, reg, "compression", compressionParams("zstd", testFrame), Env{})
+	reg := testRegistry()
+	f := newFilter(t, reg, "compression", compressionParams("zstd", testFrame), filter.Env{})
 	plain := textData(2, 4*testFrame)
 	stored, rec := encode(t, f, plain)
 
 	_, err := readRange(decode(t, f, rec, shortSource{newMemSource(stored)}), 0, int64(len(plain)))
-	if !errors.Is(err, ErrIntegrity) {
+	if !errors.Is(err, filter.ErrIntegrity) {
 		t.Fatalf("short source: %v, want ErrIntegrity", err)
 	}
 	// The source's own failures pass through as they are: the data is
 	// not known to be bad.
 	boom := errors.New("disk on fire")
 	_, err = readRange(decode(t, f, rec, failingSource{newMemSource(stored), 100, boom}), 0, int64(len(plain)))
-	if !errors.Is(err, boom) || errors.Is(err, ErrIntegrity) {
+	if !errors.Is(err, boom) || errors.Is(err, filter.ErrIntegrity) {
 		t.Fatalf("failing source: %v, want the source's error", err)
 	}
 }
@@ -348,7 +350,7 @@ func (w *failWriter) Write(p []byte) (int, error) {
 }
 
 func TestCompressionWriteToErrors(t *testing.T) {
-	f := newFilter(t, NewBuiltinRegistry(), "compression", compressionParams("lz4", testFrame), Env{})
+	f := newFilter(t, testRegistry(), "compression", compressionParams("lz4", testFrame), filter.Env{})
 	plain := textData(5, 3*testFrame)
 	stored, rec := encode(t, f, plain)
 	src := decode(t, f, rec, newMemSource(stored))
@@ -361,17 +363,17 @@ func TestCompressionWriteToErrors(t *testing.T) {
 	bad := bytes.Clone(stored)
 	bad[len(bad)-1] ^= 1
 	rc, _ = decode(t, f, rec, newMemSource(bad)).Open(context.Background(), 0, src.Size())
-	if _, err := io.Copy(io.Discard, rc); !errors.Is(err, ErrIntegrity) {
+	if _, err := io.Copy(io.Discard, rc); !errors.Is(err, filter.ErrIntegrity) {
 		t.Fatalf("WriteTo over a corrupt frame: %v", err)
 	}
 }
 
 // io.Copy takes the encoder's WriteTo: same stream, same record.
 func TestCompressionEncodeWriteTo(t *testing.T) {
-	f := newFilter(t, NewBuiltinRegistry(), "compression", compressionParams("zstd", testFrame), Env{})
+	f := newFilter(t, testRegistry(), "compression", compressionParams("zstd", testFrame), filter.Env{})
 	plain := mixedData(7*testFrame + 3)
 	want, wantRec := encode(t, f, plain)
-	r, rec, err := f.(Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
+	r, rec, err := f.(filter.Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +385,7 @@ func TestCompressionEncodeWriteTo(t *testing.T) {
 	if err != nil || !bytes.Equal(got.Bytes(), want) || gotRec.Size != wantRec.Size || gotRec.Params["index"] != wantRec.Params["index"] {
 		t.Fatalf("WriteTo produced another stream or record: %v", err)
 	}
-	r, rec, _ = f.(Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
+	r, rec, _ = f.(filter.Encoder).Encode(context.Background(), testReq, bytes.NewReader(plain))
 	if _, err := io.Copy(&failWriter{after: 1000}, r); err == nil || err.Error() != "client went away" {
 		t.Fatalf("WriteTo to a failing writer: %v", err)
 	}
@@ -393,40 +395,40 @@ func TestCompressionEncodeWriteTo(t *testing.T) {
 }
 
 func TestCompressionParams(t *testing.T) {
-	reg := NewBuiltinRegistry()
+	reg := testRegistry()
 	in, _ := reg.Lookup("compression")
 	for _, c := range []struct {
-		p    Params
+		p    filter.Params
 		want string
 	}{
-		{Params{"levle": "3"}, `compression: unknown parameter "levle" (known: engine, level, frame)`},
-		{Params{"engine": "brotli"}, `compression: engine="brotli": want one of gzip, zstd, lz4`},
-		{Params{"engine": "gzip", "level": "0"}, `compression: level=0 out of range for gzip (1..9)`},
-		{Params{"engine": "zstd", "level": "5"}, `compression: level=5 out of range for zstd (1..4)`},
-		{Params{"level": "9"}, `compression: level=9 out of range for zstd (1..4)`},
-		{Params{"engine": "lz4", "level": "10"}, `compression: level=10 out of range 0..9`},
-		{Params{"engine": "lz4", "level": "x"}, `compression: level="x": want an integer`},
-		{Params{"frame": "1024"}, `compression: frame=1024 out of range 65536..16777216`},
-		{Params{"frame": "33554432"}, `compression: frame=33554432 out of range 65536..16777216`},
-		{Params{"frame": "1MiB"}, `compression: frame="1MiB": want a size in bytes`},
+		{filter.Params{"levle": "3"}, `compression: unknown parameter "levle" (known: engine, level, frame)`},
+		{filter.Params{"engine": "brotli"}, `compression: engine="brotli": want one of gzip, zstd, lz4`},
+		{filter.Params{"engine": "gzip", "level": "0"}, `compression: level=0 out of range for gzip (1..9)`},
+		{filter.Params{"engine": "zstd", "level": "5"}, `compression: level=5 out of range for zstd (1..4)`},
+		{filter.Params{"level": "9"}, `compression: level=9 out of range for zstd (1..4)`},
+		{filter.Params{"engine": "lz4", "level": "10"}, `compression: level=10 out of range 0..9`},
+		{filter.Params{"engine": "lz4", "level": "x"}, `compression: level="x": want an integer`},
+		{filter.Params{"frame": "1024"}, `compression: frame=1024 out of range 65536..16777216`},
+		{filter.Params{"frame": "33554432"}, `compression: frame=33554432 out of range 65536..16777216`},
+		{filter.Params{"frame": "1MiB"}, `compression: frame="1MiB": want a size in bytes`},
 	} {
-		_, err := in.New(c.p, Env{})
+		_, err := in.New(c.p, filter.Env{})
 		if err == nil || err.Error() != c.want {
 			t.Errorf("New(%v):\n got %v\nwant %s", c.p, err, c.want)
 		}
 	}
 	for _, c := range []struct {
-		p     Params
+		p     filter.Params
 		level int
 	}{
-		{Params{"engine": "gzip"}, 6},
-		{Params{"engine": "zstd"}, 2},
-		{Params{"engine": "lz4"}, 0},
+		{filter.Params{"engine": "gzip"}, 6},
+		{filter.Params{"engine": "zstd"}, 2},
+		{filter.Params{"engine": "lz4"}, 0},
 		{nil, 2},
-		{Params{"engine": "gzip", "level": "1", "frame": "65536"}, 1},
-		{Params{"engine": "lz4", "level": "9", "frame": "16777216"}, 9},
+		{filter.Params{"engine": "gzip", "level": "1", "frame": "65536"}, 1},
+		{filter.Params{"engine": "lz4", "level": "9", "frame": "16777216"}, 9},
 	} {
-		f, err := in.New(c.p, Env{})
+		f, err := in.New(c.p, filter.Env{})
 		if err != nil {
 			t.Fatalf("New(%v): %v", c.p, err)
 		}
@@ -438,12 +440,12 @@ func TestCompressionParams(t *testing.T) {
 
 // Instances share their Info's codecs, and use them from many goroutines.
 func TestCompressionConcurrent(t *testing.T) {
-	reg := NewBuiltinRegistry()
+	reg := testRegistry()
 	var wg sync.WaitGroup
 	for g := range 6 {
 		wg.Go(func() {
 			eng := engines[g%len(engines)]
-			f := newFilter(t, reg, "compression", compressionParams(eng, testFrame), Env{})
+			f := newFilter(t, reg, "compression", compressionParams(eng, testFrame), filter.Env{})
 			plain := mixedData(5*testFrame + g)
 			stored, rec := encode(t, f, plain)
 			src := decode(t, f, rec, newMemSource(stored))
@@ -486,10 +488,10 @@ func benchText(b *testing.B) []byte {
 // level) with the library compressing the same data as one stream.
 func BenchmarkCompression(b *testing.B) {
 	plain := benchText(b)
-	reg := NewBuiltinRegistry()
+	reg := testRegistry()
 	buf := make([]byte, 256<<10)
 	for _, eng := range engines {
-		f := newFilter(b, reg, "compression", Params{"engine": eng}, Env{}).(*compression)
+		f := newFilter(b, reg, "compression", filter.Params{"engine": eng}, filter.Env{}).(*compression)
 		b.Run(eng+"/filter", func(b *testing.B) {
 			b.SetBytes(int64(len(plain)))
 			var stored int64
@@ -527,10 +529,10 @@ func BenchmarkCompression(b *testing.B) {
 
 func BenchmarkDecompression(b *testing.B) {
 	plain := benchText(b)
-	reg := NewBuiltinRegistry()
+	reg := testRegistry()
 	out := make([]byte, 256<<10)
 	for _, eng := range engines {
-		f := newFilter(b, reg, "compression", Params{"engine": eng}, Env{}).(*compression)
+		f := newFilter(b, reg, "compression", filter.Params{"engine": eng}, filter.Env{}).(*compression)
 		stored, rec := encode(b, f, plain)
 		b.Run(eng+"/filter", func(b *testing.B) {
 			b.SetBytes(int64(len(plain)))
@@ -620,21 +622,21 @@ func libraryReader(b *testing.B, eng string, r io.Reader) io.Reader {
 // must never panic, and whatever it returns without an error must be the
 // plaintext that was written.
 func FuzzCompressionDecode(f *testing.F) {
-	reg := NewBuiltinRegistry()
+	reg := testRegistry()
 	plain := mixedData(3*testFrame + 100)
 	type sample struct {
 		stored []byte
-		rec    Record
+		rec    filter.Record
 	}
 	var samples []sample
 	for _, eng := range engines {
-		stored, rec := encode(f, newFilter(f, reg, "compression", compressionParams(eng, testFrame), Env{}), plain)
+		stored, rec := encode(f, newFilter(f, reg, "compression", compressionParams(eng, testFrame), filter.Env{}), plain)
 		samples = append(samples, sample{stored, rec})
 	}
 	f.Add(uint8(0), uint32(0), uint8(1), "", int64(0))
 	f.Add(uint8(1), uint32(70000), uint8(0x80), "", int64(5))
 	f.Add(uint8(2), uint32(3), uint8(0), "AAAA", int64(testFrame-1))
-	dec := newFilter(f, reg, "compression", nil, Env{}).(*compression)
+	dec := newFilter(f, reg, "compression", nil, filter.Env{}).(*compression)
 	f.Fuzz(func(t *testing.T, which uint8, pos uint32, flip uint8, index string, off int64) {
 		s := samples[int(which)%len(samples)]
 		stored := bytes.Clone(s.stored)

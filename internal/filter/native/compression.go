@@ -1,4 +1,4 @@
-package filter
+package native
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 // The compression filter stores a stream as a sequence of independent
@@ -48,7 +50,7 @@ const (
 	maxPlain = 1 << 52
 )
 
-var _ Reversible = (*compression)(nil)
+var _ filter.Reversible = (*compression)(nil)
 
 type engine uint8
 
@@ -94,40 +96,40 @@ func (e engine) levels() (lo, hi, def int) {
 	}
 }
 
-func compressionInfo() *Info {
+func CompressionInfo() *filter.Info {
 	cs := newCodecs()
-	in := &Info{
+	in := &filter.Info{
 		Name:       compressionName,
 		Version:    compressionVersion,
 		Kind:       "native",
-		Methods:    []Method{MethodPut},
-		Stages:     []Stage{StageGateway, StageStorage},
+		Methods:    []filter.Method{filter.MethodPut},
+		Stages:     []filter.Stage{filter.StageGateway, filter.StageStorage},
 		Reversible: true,
 		Doc: "Compresses the stream in independent frames (gzip, zstd or lz4) with an index, " +
 			"so a Range GET decompresses only the frames it needs. Frames that do not shrink are stored raw.",
-		Params: []ParamSpec{
-			{Name: "engine", Type: TypeEnum, Default: "zstd", Enum: []string{"gzip", "zstd", "lz4"},
+		Params: []filter.ParamSpec{
+			{Name: "engine", Type: filter.TypeEnum, Default: "zstd", Enum: []string{"gzip", "zstd", "lz4"},
 				Doc: "compression engine"},
-			{Name: "level", Type: TypeInt, Min: 0, Max: 9,
+			{Name: "level", Type: filter.TypeInt, Min: 0, Max: 9,
 				Doc: "engine level: gzip 1-9 (default 6), zstd 1-4 = fastest, default, better, best (default 2), lz4 0-9 (0 = fast, the default)"},
-			{Name: "frame", Type: TypeSize, Default: strconv.Itoa(defaultFrame), Min: minFrame, Max: maxFrame,
+			{Name: "frame", Type: filter.TypeSize, Default: strconv.Itoa(defaultFrame), Min: minFrame, Max: maxFrame,
 				Doc: "plaintext bytes per independently compressed frame: the granularity of Range GETs"},
 		},
 	}
-	in.New = func(p Params, _ Env) (Filter, error) { return newCompression(in, cs, p) }
+	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) { return newCompression(in, cs, p) }
 	return in
 }
 
 type compression struct {
-	info   *Info
+	info   *filter.Info
 	cs     *codecs
 	engine engine
 	level  int
 	frame  int
 }
 
-func newCompression(in *Info, cs *codecs, p Params) (*compression, error) {
-	p, err := resolveParams(in, p)
+func newCompression(in *filter.Info, cs *codecs, p filter.Params) (*compression, error) {
+	p, err := filter.ResolveParams(in, p)
 	if err != nil {
 		return nil, err
 	}
@@ -150,11 +152,11 @@ func newCompression(in *Info, cs *codecs, p Params) (*compression, error) {
 	return &compression{info: in, cs: cs, engine: eng, level: level, frame: int(frame)}, nil
 }
 
-func (c *compression) Info() *Info { return c.info }
+func (c *compression) Info() *filter.Info { return c.info }
 
 // Encode compresses plain frame by frame. It holds one plaintext frame and
 // one compressed frame at a time.
-func (c *compression) Encode(ctx context.Context, _ *Request, plain io.Reader) (io.Reader, func() (Record, error), error) {
+func (c *compression) Encode(ctx context.Context, _ *filter.Request, plain io.Reader) (io.Reader, func() (filter.Record, error), error) {
 	if c.engine == engineZstd {
 		if _, err := c.cs.zstdEnc[c.level](); err != nil {
 			return nil, nil, fmt.Errorf("%s: zstd encoder: %w", compressionName, err)
@@ -270,11 +272,11 @@ func (e *frameEncoder) release() {
 	}
 }
 
-func (e *frameEncoder) record() (Record, error) {
+func (e *frameEncoder) record() (filter.Record, error) {
 	if e.err != io.EOF {
-		return Record{}, fmt.Errorf("%s: record requested before the stream reached EOF", compressionName)
+		return filter.Record{}, fmt.Errorf("%s: record requested before the stream reached EOF", compressionName)
 	}
-	return Record{
+	return filter.Record{
 		Filter:  compressionName,
 		Version: compressionVersion,
 		Params: map[string]string{
@@ -319,7 +321,7 @@ func (c *compression) compress(frame, dst []byte) ([]byte, bool, error) {
 
 // CompressionSizes reports what a compression record saved: the plaintext
 // size and the stored size. ok is false for other filters' records.
-func CompressionSizes(rec Record) (plain, stored int64, ok bool) {
+func CompressionSizes(rec filter.Record) (plain, stored int64, ok bool) {
 	if rec.Filter != compressionName {
 		return 0, 0, false
 	}
@@ -341,12 +343,12 @@ type frameIndex struct {
 	payload []uint32
 }
 
-func parseFrameIndex(rec Record) (*frameIndex, error) {
+func parseFrameIndex(rec filter.Record) (*frameIndex, error) {
 	if err := checkRecord(rec, compressionName, compressionVersion); err != nil {
 		return nil, err
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%s: record: %s: %w", compressionName, fmt.Sprintf(format, args...), ErrIntegrity)
+		return fmt.Errorf("%s: record: %s: %w", compressionName, fmt.Sprintf(format, args...), filter.ErrIntegrity)
 	}
 	for k := range rec.Params {
 		switch k {
@@ -409,13 +411,13 @@ func parseFrameIndex(rec Record) (*frameIndex, error) {
 }
 
 // Decode presents src, a stream Encode produced, as its plaintext.
-func (c *compression) Decode(_ context.Context, _ *Request, rec Record, src Source) (Source, error) {
+func (c *compression) Decode(_ context.Context, _ *filter.Request, rec filter.Record, src filter.Source) (filter.Source, error) {
 	ix, err := parseFrameIndex(rec)
 	if err != nil {
 		return nil, err
 	}
 	if src.Size() != rec.Size {
-		return nil, fmt.Errorf("%s: stored stream holds %d bytes, record says %d: %w", compressionName, src.Size(), rec.Size, ErrIntegrity)
+		return nil, fmt.Errorf("%s: stored stream holds %d bytes, record says %d: %w", compressionName, src.Size(), rec.Size, filter.ErrIntegrity)
 	}
 	if ix.engine == engineZstd {
 		// Set up here, so that decompress fails only on the data.
@@ -429,7 +431,7 @@ func (c *compression) Decode(_ context.Context, _ *Request, rec Record, src Sour
 type compressedSource struct {
 	cs  *codecs
 	ix  *frameIndex
-	src Source
+	src filter.Source
 }
 
 func (s *compressedSource) Size() int64 { return s.ix.plain }
@@ -437,7 +439,7 @@ func (s *compressedSource) Size() int64 { return s.ix.plain }
 // Open reads the stored span of the frames [off, off+n) overlaps, in one
 // request to src, and decompresses them one at a time.
 func (s *compressedSource) Open(ctx context.Context, off, n int64) (io.ReadCloser, error) {
-	if err := checkRange(s.ix.plain, off, n); err != nil {
+	if err := filter.CheckRange(s.ix.plain, off, n); err != nil {
 		return nil, fmt.Errorf("%s: %w", compressionName, err)
 	}
 	if n == 0 {
@@ -520,7 +522,7 @@ func (d *frameDecoder) load() error {
 	stored := (*d.cbuf)[:ix.off[i+1]-ix.off[i]]
 	if _, err := io.ReadFull(d.rc, stored); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("%s: frame %d: stored stream ends early: %w", compressionName, i, ErrIntegrity)
+			return fmt.Errorf("%s: frame %d: stored stream ends early: %w", compressionName, i, filter.ErrIntegrity)
 		}
 		return err
 	}
@@ -531,13 +533,13 @@ func (d *frameDecoder) load() error {
 	if ix.payload[i] != 0 {
 		plain = (*d.pbuf)[:plen]
 		if err := d.s.cs.decompress(ix.engine, body, plain); err != nil {
-			return fmt.Errorf("%s: frame %d: %w (%w)", compressionName, i, ErrIntegrity, err)
+			return fmt.Errorf("%s: frame %d: %w (%w)", compressionName, i, filter.ErrIntegrity, err)
 		}
 		if crc32.Update(crc32.Checksum(plain, crc), crc, body) != sum {
-			return fmt.Errorf("%s: frame %d: checksum mismatch: %w", compressionName, i, ErrIntegrity)
+			return fmt.Errorf("%s: frame %d: checksum mismatch: %w", compressionName, i, filter.ErrIntegrity)
 		}
 	} else if crc32.Checksum(plain, crc) != sum {
-		return fmt.Errorf("%s: frame %d: checksum mismatch: %w", compressionName, i, ErrIntegrity)
+		return fmt.Errorf("%s: frame %d: checksum mismatch: %w", compressionName, i, filter.ErrIntegrity)
 	}
 	d.cur = plain[d.skip:min(int64(plen), d.skip+d.left)]
 	d.skip = 0

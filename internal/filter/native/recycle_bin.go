@@ -1,8 +1,10 @@
-package filter
+package native
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 // The recycle bin keeps deleted objects for max_time in a hidden area of
@@ -16,26 +18,26 @@ const (
 
 // RecycleBin is a recycle_bin instance.
 type RecycleBin struct {
-	info   *Info
+	info   *filter.Info
 	maxAge time.Duration
 }
 
-func recycleBinInfo() *Info {
-	in := &Info{
+func RecycleBinInfo() *filter.Info {
+	in := &filter.Info{
 		Name:    recycleBinName,
 		Version: recycleBinVersion,
 		Kind:    "native",
-		Methods: []Method{MethodDelete},
-		Stages:  []Stage{StageGateway},
+		Methods: []filter.Method{filter.MethodDelete},
+		Stages:  []filter.Stage{filter.StageGateway},
 		Doc: "On DELETE, keeps the object (its stored bytes and metadata, reverse plan included) for max_time in a hidden area " +
 			"of its tenant, not listable through S3; `facet ctl trash list|restore|purge` and /v1/trash manage it.",
-		Params: []ParamSpec{
-			{Name: "max_time", Type: TypeDuration, Default: "720h", Min: 1, Max: 10 * 365 * 24 * 3600,
+		Params: []filter.ParamSpec{
+			{Name: "max_time", Type: filter.TypeDuration, Default: "720h", Min: 1, Max: 10 * 365 * 24 * 3600,
 				Doc: "how long a deleted object is kept before the background purge removes it"},
 		},
 	}
-	in.New = func(p Params, _ Env) (Filter, error) {
-		p, err := resolveParams(in, p)
+	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
+		p, err := filter.ResolveParams(in, p)
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +51,7 @@ func recycleBinInfo() *Info {
 }
 
 // Info describes the filter.
-func (r *RecycleBin) Info() *Info { return r.info }
+func (r *RecycleBin) Info() *filter.Info { return r.info }
 
 // RequestOnly says the filter acts on DELETE requests, never on a stream.
 func (r *RecycleBin) RequestOnly() {}

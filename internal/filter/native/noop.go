@@ -1,9 +1,11 @@
-package filter
+package native
 
 import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 // The noop filter passes bytes through unchanged. It exists to measure
@@ -15,24 +17,24 @@ const (
 )
 
 var (
-	_ Reversible  = (*noop)(nil)
-	_ Transformer = (*noop)(nil)
+	_ filter.Reversible  = (*noop)(nil)
+	_ filter.Transformer = (*noop)(nil)
 )
 
-type noop struct{ info *Info }
+type noop struct{ info *filter.Info }
 
-func noopInfo() *Info {
-	in := &Info{
+func NoopInfo() *filter.Info {
+	in := &filter.Info{
 		Name:       noopName,
 		Version:    noopVersion,
 		Kind:       "native",
-		Methods:    []Method{MethodPut, MethodGet},
-		Stages:     []Stage{StageGateway, StageStorage},
+		Methods:    []filter.Method{filter.MethodPut, filter.MethodGet},
+		Stages:     []filter.Stage{filter.StageGateway, filter.StageStorage},
 		Reversible: true,
 		Doc:        "Passes bytes through unchanged; measures the per-filter overhead of a pipeline.",
 	}
-	in.New = func(p Params, _ Env) (Filter, error) {
-		if _, err := resolveParams(in, p); err != nil {
+	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
+		if _, err := filter.ResolveParams(in, p); err != nil {
 			return nil, err
 		}
 		return &noop{info: in}, nil
@@ -40,35 +42,35 @@ func noopInfo() *Info {
 	return in
 }
 
-func (f *noop) Info() *Info { return f.info }
+func (f *noop) Info() *filter.Info { return f.info }
 
 // Encode hands plain on without copying. The one wrapper counts bytes:
 // a record must state the size the filter produced (the reverse plan
 // refuses unknown sizes), and only the stream itself knows it.
-func (f *noop) Encode(_ context.Context, _ *Request, plain io.Reader) (io.Reader, func() (Record, error), error) {
+func (f *noop) Encode(_ context.Context, _ *filter.Request, plain io.Reader) (io.Reader, func() (filter.Record, error), error) {
 	c := &countingReader{r: plain}
-	rec := func() (Record, error) {
+	rec := func() (filter.Record, error) {
 		if !c.eof {
-			return Record{}, fmt.Errorf("%s: record requested before the stream reached EOF", noopName)
+			return filter.Record{}, fmt.Errorf("%s: record requested before the stream reached EOF", noopName)
 		}
-		return Record{Filter: noopName, Version: noopVersion, Size: c.n}, nil
+		return filter.Record{Filter: noopName, Version: noopVersion, Size: c.n}, nil
 	}
 	return c, rec, nil
 }
 
 // Decode returns src itself: there is nothing to undo.
-func (f *noop) Decode(_ context.Context, _ *Request, rec Record, src Source) (Source, error) {
+func (f *noop) Decode(_ context.Context, _ *filter.Request, rec filter.Record, src filter.Source) (filter.Source, error) {
 	if err := checkRecord(rec, noopName, noopVersion); err != nil {
 		return nil, err
 	}
 	if src.Size() != rec.Size {
-		return nil, fmt.Errorf("%s: stored stream holds %d bytes, record says %d: %w", noopName, src.Size(), rec.Size, ErrIntegrity)
+		return nil, fmt.Errorf("%s: stored stream holds %d bytes, record says %d: %w", noopName, src.Size(), rec.Size, filter.ErrIntegrity)
 	}
 	return src, nil
 }
 
 // Transform returns in itself, for GET-side and non-reversible use.
-func (f *noop) Transform(_ context.Context, _ *Request, in io.Reader) (io.Reader, error) {
+func (f *noop) Transform(_ context.Context, _ *filter.Request, in io.Reader) (io.Reader, error) {
 	return in, nil
 }
 
@@ -90,15 +92,15 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // checkRecord verifies that rec was written by the named filter at a
 // version this code can undo.
-func checkRecord(rec Record, name string, version int) error {
+func checkRecord(rec filter.Record, name string, version int) error {
 	if rec.Filter != name {
-		return fmt.Errorf("%s: asked to undo a record of filter %q: %w", name, rec.Filter, ErrIntegrity)
+		return fmt.Errorf("%s: asked to undo a record of filter %q: %w", name, rec.Filter, filter.ErrIntegrity)
 	}
 	if rec.Version < 1 || rec.Version > version {
 		return fmt.Errorf("%s: record version %d, this server undoes 1..%d", name, rec.Version, version)
 	}
 	if rec.Size < 0 {
-		return fmt.Errorf("%s: record size %d: %w", name, rec.Size, ErrIntegrity)
+		return fmt.Errorf("%s: record size %d: %w", name, rec.Size, filter.ErrIntegrity)
 	}
 	return nil
 }

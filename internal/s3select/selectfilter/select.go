@@ -1,4 +1,8 @@
-package filter
+// Package selectfilter owns the select filter: the glue that makes the S3
+// Select engine (internal/s3select) a GET-side filter of the policy
+// pipeline. It lives beside the engine so that only what lists the
+// built-in filters links s3select and parquet-go.
+package selectfilter
 
 import (
 	"context"
@@ -8,6 +12,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/s3select"
 )
 
@@ -24,35 +29,35 @@ const (
 
 // Select is a select filter instance: its query is compiled once.
 type Select struct {
-	info     *Info
+	info     *filter.Info
 	query    string
 	prepared s3select.Prepared
 }
 
-var _ Transformer = (*Select)(nil)
+var _ filter.Transformer = (*Select)(nil)
 
-func selectInfo() *Info {
-	in := &Info{
+func Info() *filter.Info {
+	in := &filter.Info{
 		Name:    selectName,
 		Version: selectVersion,
 		Kind:    "native",
-		Methods: []Method{MethodGet},
-		Stages:  []Stage{StageStorage, StageGateway},
+		Methods: []filter.Method{filter.MethodGet},
+		Stages:  []filter.Stage{filter.StageStorage, filter.StageGateway},
 		Doc: "SQL push-down on plain GETs: returns only the chosen columns (columns=) and rows (where=) of CSV or " +
 			"JSON-lines objects, or the result of a whole S3 Select query (sql=), as CSV (or JSON with output=json).",
-		Params: []ParamSpec{
-			{Name: "columns", Type: TypeString, Doc: "columns to keep, separated by commas or spaces (default all: with no parameter the filter passes records through)"},
-			{Name: "where", Type: TypeString, Doc: "an S3 Select condition on s, e.g. \"s.status = '500'\""},
-			{Name: "sql", Type: TypeString, Doc: "a whole S3 Select query (instead of columns= and where=)"},
-			{Name: "format", Type: TypeEnum, Default: "csv", Enum: []string{"csv", "json"},
+		Params: []filter.ParamSpec{
+			{Name: "columns", Type: filter.TypeString, Doc: "columns to keep, separated by commas or spaces (default all: with no parameter the filter passes records through)"},
+			{Name: "where", Type: filter.TypeString, Doc: "an S3 Select condition on s, e.g. \"s.status = '500'\""},
+			{Name: "sql", Type: filter.TypeString, Doc: "a whole S3 Select query (instead of columns= and where=)"},
+			{Name: "format", Type: filter.TypeEnum, Default: "csv", Enum: []string{"csv", "json"},
 				Doc: "the objects' format: csv, or json (one document per line)"},
-			{Name: "header", Type: TypeEnum, Default: "use", Enum: []string{"use", "ignore", "none"},
+			{Name: "header", Type: filter.TypeEnum, Default: "use", Enum: []string{"use", "ignore", "none"},
 				Doc: "CSV FileHeaderInfo: use names columns from the first line"},
-			{Name: "output", Type: TypeEnum, Default: "csv", Enum: []string{"csv", "json"}, Doc: "the format GETs return"},
+			{Name: "output", Type: filter.TypeEnum, Default: "csv", Enum: []string{"csv", "json"}, Doc: "the format GETs return"},
 		},
 	}
-	in.New = func(p Params, _ Env) (Filter, error) {
-		p, err := resolveParams(in, p)
+	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
+		p, err := filter.ResolveParams(in, p)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +86,7 @@ func selectInfo() *Info {
 }
 
 // selectQuery builds the S3 Select query a filter's parameters stand for.
-func selectQuery(p Params) (string, error) {
+func selectQuery(p filter.Params) (string, error) {
 	if q := strings.TrimSpace(p["sql"]); q != "" {
 		if p["columns"] != "" || p["where"] != "" {
 			return "", errors.New("sql= replaces columns= and where=: give one or the other")
@@ -117,7 +122,7 @@ func quoteIdent(c string) string {
 	return `"` + strings.ReplaceAll(c, `"`, `""`) + `"`
 }
 
-func (f *Select) Info() *Info { return f.info }
+func (f *Select) Info() *filter.Info { return f.info }
 
 // Query is the S3 Select query the instance runs; the S3 front end
 // recognises the filter by it (a GET it rewrites has no known length).
@@ -126,7 +131,7 @@ func (f *Select) Query() string { return f.query }
 // Transform runs the query over in as it streams and returns its result.
 // A failure mid-stream (a malformed record) ends the returned stream with
 // the error.
-func (f *Select) Transform(ctx context.Context, _ *Request, in io.Reader) (io.Reader, error) {
+func (f *Select) Transform(ctx context.Context, _ *filter.Request, in io.Reader) (io.Reader, error) {
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := f.prepared.Run(ctx, &streamInput{r: in}, pipeSink{pw})

@@ -1,10 +1,12 @@
-package filter
+package native
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
 // The metadata guard removes or refuses named x-amz-meta-* keys on PUT:
@@ -17,31 +19,31 @@ const (
 
 // MetadataGuard is a metadata_guard instance.
 type MetadataGuard struct {
-	info        *Info
+	info        *filter.Info
 	strip, deny []string
 }
 
 var (
-	_ MetaEditor  = (*MetadataGuard)(nil)
-	_ RequestOnly = (*MetadataGuard)(nil)
+	_ filter.MetaEditor  = (*MetadataGuard)(nil)
+	_ filter.RequestOnly = (*MetadataGuard)(nil)
 )
 
-func metadataGuardInfo() *Info {
-	in := &Info{
+func MetadataGuardInfo() *filter.Info {
+	in := &filter.Info{
 		Name:    metadataGuardName,
 		Version: metadataGuardVersion,
 		Kind:    "native",
-		Methods: []Method{MethodPut},
-		Stages:  []Stage{StageGateway},
+		Methods: []filter.Method{filter.MethodPut},
+		Stages:  []filter.Stage{filter.StageGateway},
 		Doc: "Removes (strip=) or refuses (deny=) the named x-amz-meta-* keys of PUTs, copies and multipart uploads; " +
 			"names are separated by ':' or '|', with or without the x-amz-meta- prefix, and a trailing '*' matches a prefix.",
-		Params: []ParamSpec{
-			{Name: "strip", Type: TypeString, Doc: "keys removed silently, e.g. strip=x-amz-meta-internal:debug*"},
-			{Name: "deny", Type: TypeString, Doc: "keys whose presence refuses the request with 400 InvalidArgument"},
+		Params: []filter.ParamSpec{
+			{Name: "strip", Type: filter.TypeString, Doc: "keys removed silently, e.g. strip=x-amz-meta-internal:debug*"},
+			{Name: "deny", Type: filter.TypeString, Doc: "keys whose presence refuses the request with 400 InvalidArgument"},
 		},
 	}
-	in.New = func(p Params, _ Env) (Filter, error) {
-		p, err := resolveParams(in, p)
+	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
+		p, err := filter.ResolveParams(in, p)
 		if err != nil {
 			return nil, err
 		}
@@ -85,14 +87,14 @@ func metaKeyMatches(patterns []string, key string) bool {
 }
 
 // Info describes the filter.
-func (g *MetadataGuard) Info() *Info { return g.info }
+func (g *MetadataGuard) Info() *filter.Info { return g.info }
 
 // Peek is 0: the guard decides before the body is read.
 func (g *MetadataGuard) Peek() int { return 0 }
 
 // EditMeta refuses a denied key, then removes stripped ones. The refusal
 // names the first denied key in sorted order, so the answer is stable.
-func (g *MetadataGuard) EditMeta(_ context.Context, _ *Request, _ []byte, meta map[string]string) error {
+func (g *MetadataGuard) EditMeta(_ context.Context, _ *filter.Request, _ []byte, meta map[string]string) error {
 	keys := make([]string, 0, len(meta))
 	for k := range meta {
 		keys = append(keys, k)
@@ -100,7 +102,7 @@ func (g *MetadataGuard) EditMeta(_ context.Context, _ *Request, _ []byte, meta m
 	slices.Sort(keys)
 	for _, k := range keys {
 		if metaKeyMatches(g.deny, k) {
-			return &Refusal{Filter: metadataGuardName, Message: fmt.Sprintf("metadata key x-amz-meta-%s is not allowed here", k)}
+			return &filter.Refusal{Filter: metadataGuardName, Message: fmt.Sprintf("metadata key x-amz-meta-%s is not allowed here", k)}
 		}
 	}
 	for _, k := range keys {

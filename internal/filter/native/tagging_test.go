@@ -1,19 +1,21 @@
-package filter
+package native
 
 import (
 	"context"
 	"maps"
 	"strings"
 	"testing"
+
+	"github.com/facet-sds/facet/internal/filter"
 )
 
-func tagging(t *testing.T, p Params) *Tagging {
+func tagging(t *testing.T, p filter.Params) *Tagging {
 	t.Helper()
-	return newFilter(t, NewBuiltinRegistry(), "tagging", p, Env{}).(*Tagging)
+	return newFilter(t, testRegistry(), "tagging", p, filter.Env{}).(*Tagging)
 }
 
 func TestTaggingOnKey(t *testing.T) {
-	f := tagging(t, Params{"regex": `^logs/(?P<app>[a-z]+)/`, "tag": "x-amz-meta-App=${app}-log"})
+	f := tagging(t, filter.Params{"regex": `^logs/(?P<app>[a-z]+)/`, "tag": "x-amz-meta-App=${app}-log"})
 	if f.Peek() != 0 {
 		t.Fatalf("a key match peeks %d bytes", f.Peek())
 	}
@@ -22,7 +24,7 @@ func TestTaggingOnKey(t *testing.T) {
 		"img/cat.jpg":              {"keep": "1"},
 	} {
 		meta := map[string]string{"keep": "1"}
-		if err := f.EditMeta(context.Background(), &Request{Key: key}, nil, meta); err != nil {
+		if err := f.EditMeta(context.Background(), &filter.Request{Key: key}, nil, meta); err != nil {
 			t.Fatal(err)
 		}
 		if !maps.Equal(meta, want) {
@@ -32,34 +34,34 @@ func TestTaggingOnKey(t *testing.T) {
 }
 
 func TestTaggingOnContent(t *testing.T) {
-	f := tagging(t, Params{"regex": `^%PDF-(\d\.\d)`, "tag": "type=pdf-$1", "match": "content", "peek": "16"})
+	f := tagging(t, filter.Params{"regex": `^%PDF-(\d\.\d)`, "tag": "type=pdf-$1", "match": "content", "peek": "16"})
 	if f.Peek() != 16 {
 		t.Fatalf("peek %d", f.Peek())
 	}
 	meta := map[string]string{}
-	f.EditMeta(context.Background(), &Request{Key: "a.bin"}, []byte("%PDF-1.7\n%âãÏÓ"), meta)
+	f.EditMeta(context.Background(), &filter.Request{Key: "a.bin"}, []byte("%PDF-1.7\n%âãÏÓ"), meta)
 	if meta["type"] != "pdf-1.7" {
 		t.Fatalf("meta %v", meta)
 	}
 	// Expanded values stay header-safe.
-	g := tagging(t, Params{"regex": `^(.*)$`, "tag": "first=$1", "match": "content"})
+	g := tagging(t, filter.Params{"regex": `^(.*)$`, "tag": "first=$1", "match": "content"})
 	meta = map[string]string{}
-	g.EditMeta(context.Background(), &Request{}, []byte("a\x00b\xffc"), meta)
+	g.EditMeta(context.Background(), &filter.Request{}, []byte("a\x00b\xffc"), meta)
 	if meta["first"] != "a_b_c" {
 		t.Fatalf("unsafe bytes kept: %q", meta["first"])
 	}
 }
 
 func TestTaggingRefusesBadParams(t *testing.T) {
-	in, _ := NewBuiltinRegistry().Lookup("tagging")
-	for _, p := range []Params{
+	in, _ := testRegistry().Lookup("tagging")
+	for _, p := range []filter.Params{
 		{"regex": "(", "tag": "a=b"},
 		{"regex": "x"},
 		{"regex": "x", "tag": "novalue"},
 		{"regex": "x", "tag": "Bad Name=1"},
 		{"regex": "x", "tag": "a=b", "match": "size"},
 	} {
-		if _, err := in.New(p, Env{}); err == nil {
+		if _, err := in.New(p, filter.Env{}); err == nil {
 			t.Errorf("%v accepted", p)
 		}
 	}
@@ -69,14 +71,14 @@ func FuzzTaggingParams(f *testing.F) {
 	f.Add(`^logs/(\w+)`, "app=$1", "logs/x/y")
 	f.Add(`(`, "=", "")
 	f.Add(`.*`, "a=${0}${1}${name}", "\xff\x00")
-	in, _ := NewBuiltinRegistry().Lookup("tagging")
+	in, _ := testRegistry().Lookup("tagging")
 	f.Fuzz(func(t *testing.T, re, tag, key string) {
-		flt, err := in.New(Params{"regex": re, "tag": tag}, Env{})
+		flt, err := in.New(filter.Params{"regex": re, "tag": tag}, filter.Env{})
 		if err != nil {
 			return
 		}
 		meta := map[string]string{}
-		if err := flt.(*Tagging).EditMeta(context.Background(), &Request{Key: key}, nil, meta); err != nil {
+		if err := flt.(*Tagging).EditMeta(context.Background(), &filter.Request{Key: key}, nil, meta); err != nil {
 			t.Fatal(err)
 		}
 		for k, v := range meta {
