@@ -1,6 +1,6 @@
 // Package block owns Facet's block storage: volumes (sparse backing files
 // on one pool or striped over several), pools, the reservation scheduler
-// that places volumes by QoS class (seeds/002 §4.1), the weighted
+// that places volumes by QoS class (HARNESS D5.1 §4.1), the weighted
 // fair-share queue of each pool (§4.2), the per-volume filter stacks and
 // throttles, per-volume metrics, and the Exports the NBD server serves.
 package block

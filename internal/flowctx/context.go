@@ -1,5 +1,5 @@
-// Package flowctx owns application context and request classes (seeds/004,
-// PAIO's context propagation): a request says what it is part of in the
+// Package flowctx owns application context and request classes (PAIO, FAST 2022:
+// context propagation): a request says what it is part of in the
 // x-facet-context header ("workflow=etl-42; class=compaction"), a tenant may
 // map requests to classes by rules (key prefix, user agent, metadata), and
 // each request is classified into one class of its tenant, so that flows

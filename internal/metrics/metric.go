@@ -4,7 +4,7 @@
 // and publishes one message per metric per period on the bus, and the
 // Aggregator that merges the nodes' samples per target and pushes each
 // value only to the controllers subscribed to that target (the observer
-// pattern of seeds/000 §6.5).
+// pattern of IOStack D2.2 §6.5).
 //
 // A metric is a Module, registered by name in one explicit list
 // (builtin.go). It keeps one Cell per target (tenant, bucket, and object

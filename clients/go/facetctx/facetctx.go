@@ -1,5 +1,5 @@
 // Package facetctx is the aws-sdk-go-v2 helper of Facet's application
-// context (seeds/004, PAIO's context propagation): code that runs inside a
+// context (PAIO, FAST 2022: context propagation): code that runs inside a
 // context block has its S3 requests carry x-facet-context, so that Facet
 // classifies them (a compaction, a flush, an ETL step) without any other
 // change to the calls themselves.

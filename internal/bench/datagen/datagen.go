@@ -1,6 +1,6 @@
 // Package datagen owns the benchmark's object contents: zeros, random
 // bytes, and realistic data that compresses like real data does, the way
-// SDGen (seeds/000 §9.2) mimics datasets. Compression results on zeros or
+// SDGen (IOStack D2.2 §9.2) mimics datasets. Compression results on zeros or
 // random bytes say nothing about a system with data reduction, so
 // benchmarks that exercise compression use the realistic kinds.
 //
