@@ -136,6 +136,24 @@ func (e *SlowDownError) Error() string {
 // RetryAfter is how long the client should wait.
 func (e *SlowDownError) RetryAfter() time.Duration { return e.After }
 
+// AdmitBackground admits one operation of Facet's own work in tenant's
+// background class, waiting out SlowDown rather than failing: background
+// work is paced by its flow, never refused.
+func (l *Limiter) AdmitBackground(ctx context.Context, tenant string) (*Stream, error) {
+	for {
+		st, err := l.Admit(ctx, tenant, ClassBackground)
+		var sd *SlowDownError
+		if !errors.As(err, &sd) {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(sd.After):
+		}
+	}
+}
+
 // Admit admits one operation of tenant's class: at once, after a brief
 // queue, or not at all (a *SlowDownError with the wait the ops bucket
 // computes). The returned Stream shapes the operation's bytes; call Done

@@ -46,7 +46,7 @@ type contextRuntime struct {
 var _ admin.ContextService = (*contextRuntime)(nil)
 
 // limits are the classes' SLOs (API class records over CONTEXT policies,
-// sloCache.classLimits).
+// control.SLOCache.ClassLimits).
 func startContext(ctx context.Context, opts ContextOptions, store *meta.Store, limits flowctx.LimitSource, next s3api.QoS, logger *slog.Logger) (*contextRuntime, error) {
 	if opts.Controller == "" {
 		opts.Controller = flowctx.ControllerLimits

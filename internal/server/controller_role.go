@@ -17,6 +17,7 @@ import (
 	"github.com/facet-sds/facet/internal/controller"
 	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/filter/wasm"
+	"github.com/facet-sds/facet/internal/fleet"
 	"github.com/facet-sds/facet/internal/meta"
 )
 
@@ -91,19 +92,20 @@ func RunController(ctx context.Context, opts ControllerOptions, logger *slog.Log
 	// Decisions are announced on the bus so that gateways apply them at
 	// once; changes made through the gateways' admin API reach this
 	// process the same way.
-	fleet := newFleetSync(opts.ID, store, nil, work.bus, nil, logger)
-	policies := control.New(control.Config{Store: announcingStore{Store: store, sync: fleet}, Registry: builtin.NewRegistry(), Dynamic: wasm.Descriptions{}, Logger: logger, Metrics: work.reg.PolicyMetrics})
-	fleet.policies = policies
+	announcer := fleet.NewAnnouncer(opts.ID, store, work.bus, fleet.NewHealth(logger), logger)
+	policies := control.New(control.Config{Store: fleet.PolicyStore{Store: store, Announcer: announcer}, Registry: builtin.NewRegistry(), Dynamic: wasm.Descriptions{}, Logger: logger, Metrics: work.reg.PolicyMetrics})
+	syncer := fleet.NewSync(fleet.SyncConfig{Announcer: announcer, Policies: policies, Logger: logger})
 	if err := policies.Reload(ctx); err != nil {
 		return fmt.Errorf("load policies: %w", err)
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	if err := fleet.start(ctx); err != nil {
+	if err := syncer.Subscribe(); err != nil {
 		return fmt.Errorf("policy sync: %w", err)
 	}
+	go syncer.Run(ctx)
 
-	bandwidth, qosFleet, err := controllerRoleQoS(ctx, opts.QoS, metaSLOs{store}, policies, work.bus, logger)
+	bandwidth, qosFleet, err := controllerRoleQoS(ctx, opts.QoS, control.MetaSLOs{S: store}, policies, work.bus, logger)
 	if err != nil {
 		return fmt.Errorf("qos: %w", err)
 	}
@@ -118,7 +120,7 @@ func RunController(ctx context.Context, opts ControllerOptions, logger *slog.Log
 		}
 		// Changes made here reach the gateways as changes made through
 		// a gateway do: announced on the bus, the version poll behind.
-		api := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, fleet: fleet, log: logger},
+		api := admin.New(admin.Config{Store: fleet.AdminStore{Store: store, Reload: policies.Reload, Sync: syncer, Log: logger},
 			Token: opts.AdminToken, Logger: logger, Policies: policies, Controllers: role, Workload: work.source(),
 			Node: opts.ID, Nodes: role.nodes})
 		adminSrv = &http.Server{Handler: role.handler(opts.AdminToken, api), ReadHeaderTimeout: 10 * time.Second,

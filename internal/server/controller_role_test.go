@@ -195,3 +195,11 @@ func (g *testGateway) policyVersion() float64 {
 	g.t.Fatal("facet_policy_table_version not in /metrics")
 	return 0
 }
+
+func masterKeyForTest(t *testing.T) []byte {
+	mk := make([]byte, meta.MasterKeySize)
+	if _, err := rand.Read(mk); err != nil {
+		t.Fatal(err)
+	}
+	return mk
+}

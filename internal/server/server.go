@@ -24,6 +24,7 @@ import (
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/filter/builtin"
+	"github.com/facet-sds/facet/internal/fleet"
 	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
@@ -137,8 +138,9 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	registry := builtin.NewRegistry()
 	// Requests read credentials and bucket owners from memory; fleet keeps
 	// that memory and the policy table in step with the store.
-	cache := newMetaCache(store, 0)
-	fleet := newFleetSync(opts.Node, store, nil, work.bus, cache, logger)
+	health := fleet.NewHealth(logger)
+	announcer := fleet.NewAnnouncer(opts.Node, store, work.bus, health, logger)
+	cache := meta.NewCache(meta.CacheConfig{Store: store, Health: health, Notify: announcer.PublishInvalidation})
 	// prom is set before the listeners start, hence before any filter runs.
 	var prom *promexp.Exporter
 	wasmDir := opts.DataDir
@@ -150,8 +152,8 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("wasm filters: %w", err)
 	}
 	defer sandbox.close()
-	policies := control.New(control.Config{Store: announcingStore{Store: store, sync: fleet}, Registry: registry, Dynamic: sandbox.catalog, Logger: logger, Metrics: work.reg.PolicyMetrics})
-	fleet.policies = policies
+	policies := control.New(control.Config{Store: fleet.PolicyStore{Store: store, Announcer: announcer}, Registry: registry, Dynamic: sandbox.catalog, Logger: logger, Metrics: work.reg.PolicyMetrics})
+	syncer := fleet.NewSync(fleet.SyncConfig{Announcer: announcer, Policies: policies, Cache: cache, Logger: logger})
 	dataKeys, err := keys.New(masterKey, policies, 0)
 	if err != nil {
 		return fmt.Errorf("data keys: %w", err)
@@ -162,12 +164,13 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	}
 	ctx, stopPolicies := context.WithCancel(ctx)
 	defer stopPolicies()
-	if err := fleet.start(ctx); err != nil {
+	if err := syncer.Subscribe(); err != nil {
 		return fmt.Errorf("policy sync: %w", err)
 	}
+	go syncer.Run(ctx)
 
 	prom = promexp.New(promexp.Config{BucketLabels: opts.MetricsBucketLabels, Policies: policies, Logger: logger})
-	if err := fleet.register(prom.Registry()); err != nil {
+	if err := syncer.Register(prom.Registry()); err != nil {
 		return fmt.Errorf("fleet metrics: %w", err)
 	}
 	prom.Registry().MustRegister(sandbox.rt.Collectors()...)
@@ -177,12 +180,12 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	if opts.NoControllers {
 		metricFeed = nil
 	}
-	qr, err := startQoS(ctx, opts.QoS, opts.Node, metaSLOs{store}, policies, work.bus, prom.Throttled, logger)
+	qr, err := startQoS(ctx, opts.QoS, opts.Node, control.MetaSLOs{S: store}, policies, work.bus, prom.Throttled, logger)
 	if err != nil {
 		return fmt.Errorf("qos: %w", err)
 	}
 	go qr.cleanup(ctx, backend, store, logger)
-	cr, err := startContext(ctx, opts.Context, store, qr.slos.classLimits, qr.s3(), logger)
+	cr, err := startContext(ctx, opts.Context, store, qr.slos.ClassLimits, qr.s3(), logger)
 	if err != nil {
 		return fmt.Errorf("request classes: %w", err)
 	}
@@ -222,10 +225,10 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return err
 	}
 	defer blk.close()
-	adminHandler := admin.New(admin.Config{Store: reloadingStore{Store: store, reload: policies.Reload, fleet: fleet, log: logger}, Token: token, Logger: logger,
+	adminHandler := admin.New(admin.Config{Store: fleet.AdminStore{Store: store, Reload: policies.Reload, Sync: syncer, Log: logger}, Token: token, Logger: logger,
 		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
 		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, Volumes: blk.volumes(), QoS: qr.admin(), Trash: trashAdmin{reqStores.trash},
-		Filters:  control.NewFilterAdmin(policies, announcingFilterStore{Store: store, sync: fleet}, sandbox.catalog),
+		Filters:  control.NewFilterAdmin(policies, fleet.FilterStore{Store: store, Announcer: announcer}, sandbox.catalog),
 		Locality: locator(backend), Node: opts.Node, Nodes: fleetNodes{self: self, fleet: qr.fleet}, Context: cr})
 
 	s3ln, err := net.Listen("tcp", opts.S3Addr)

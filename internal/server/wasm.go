@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 
 	"github.com/facet-sds/facet/internal/filter/wasm"
-	"github.com/facet-sds/facet/internal/meta"
 )
 
 // wasmFilters is a gateway's sandboxed filter runtime: wazero with its
@@ -81,37 +79,4 @@ func (w *wasmFilters) close() {
 	ctx := context.Background()
 	_ = w.catalog.Close(ctx)
 	_ = w.rt.Close(ctx)
-}
-
-// announcingFilterStore tells the fleet about run-time filter changes, as
-// announcingStore does for policies, so other gateways load a new module
-// without waiting for their poll.
-type announcingFilterStore struct {
-	*meta.Store
-	sync *fleetSync
-}
-
-func (s announcingFilterStore) after(ctx context.Context, err error) error {
-	if err == nil {
-		s.sync.announceVersion(ctx)
-	}
-	return err
-}
-
-func (s announcingFilterStore) PutFilterCode(ctx context.Context, name string, spec json.RawMessage, blobs map[string][]byte, drop []string) (meta.FilterEntry, error) {
-	e, err := s.Store.PutFilterCode(ctx, name, spec, blobs, drop)
-	return e, s.after(ctx, err)
-}
-
-func (s announcingFilterStore) DeleteFilterCode(ctx context.Context, name string, drop []string) error {
-	return s.after(ctx, s.Store.DeleteFilterCode(ctx, name, drop))
-}
-
-func (s announcingFilterStore) PutDependency(ctx context.Context, d meta.Dependency, data []byte, ch meta.DependencyChange) (meta.Dependency, error) {
-	out, err := s.Store.PutDependency(ctx, d, data, ch)
-	return out, s.after(ctx, err)
-}
-
-func (s announcingFilterStore) DeleteDependency(ctx context.Context, name string, drop []string) error {
-	return s.after(ctx, s.Store.DeleteDependency(ctx, name, drop))
 }

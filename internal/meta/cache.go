@@ -1,4 +1,4 @@
-package server
+package meta
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/facet-sds/facet/internal/s3api"
 )
 
-// metaCache answers the S3 front end's per-request metadata questions —
+// Cache answers the S3 front end's per-request metadata questions —
 // whose is this access key, whose is this bucket — from memory, so that a
 // request costs no metadata-store round trip and keeps being served while
 // the store is away.
@@ -20,20 +20,20 @@ import (
 // Correctness comes from invalidation, not from the TTL: whoever revokes a
 // key, deletes a tenant or creates or deletes a bucket drops the record
 // here at once (same process) and on every other node through the bus
-// (fleetSync). The TTL is the safety net for an invalidation lost while
-// the bus was away: a record older than it is read again before use. When
-// that read fails because the store is unreachable, the old record is
-// served (fail static); a store that says the record is gone is obeyed.
-// Only positive answers are cached: an unknown key or bucket always asks
-// the store.
-type metaCache struct {
-	store  cacheStore
+// (internal/fleet). The TTL is the safety net for an invalidation lost
+// while the bus was away: a record older than it is read again before
+// use. When that read fails because the store is unreachable, the old
+// record is served (fail static); a store that says the record is gone is
+// obeyed. Only positive answers are cached: an unknown key or bucket
+// always asks the store.
+type Cache struct {
+	store  CacheStore
 	ttl    time.Duration
 	now    func() time.Time
-	health storeHealth // set by fleetSync; nil means always up
-	// notify drops records here and on the other nodes (fleetSync sets
-	// it); nil drops them here only.
-	notify func(InvalidateMsg)
+	health Health // nil means always up
+	// notify tells the other nodes of records dropped here; nil tells
+	// nobody.
+	notify func(Invalidation)
 
 	mu      sync.RWMutex
 	keys    map[string]cachedCred
@@ -43,8 +43,8 @@ type metaCache struct {
 	hits, misses, stale atomic.Uint64
 }
 
-// cacheStore is what the cache reads through to; *meta.Store is one.
-type cacheStore interface {
+// CacheStore is what the cache reads through to; *Store is one.
+type CacheStore interface {
 	s3api.Credentials
 	s3api.Buckets
 	// ForgetAccessKeys drops keys from the store's own secret cache, so
@@ -52,12 +52,41 @@ type cacheStore interface {
 	ForgetAccessKeys(accessKeys ...string)
 }
 
-// storeHealth is the node's knowledge of the store's reachability.
-type storeHealth interface {
-	storeDown() bool
-	storeFailed(err error)
-	storeOK()
+// Health is the node's knowledge of the store's reachability, shared by
+// the cache (which records its reads) and the fleet sync (which records
+// its polls); fleet.Health is one.
+type Health interface {
+	StoreDown() bool
+	StoreFailed(err error)
+	StoreOK()
 }
+
+// Invalidation names cached records that changed in the store: access keys
+// revoked, tenants deleted (with all their keys), buckets created or
+// deleted. The fleet's invalidation message carries it to the other nodes.
+type Invalidation struct {
+	Keys    []string `json:"keys,omitempty"`
+	Tenants []string `json:"tenants,omitempty"`
+	Buckets []string `json:"buckets,omitempty"`
+}
+
+// CacheConfig configures a Cache.
+type CacheConfig struct {
+	Store CacheStore
+	// TTL bounds how long a record is used without a re-read; 0 means
+	// DefaultCacheTTL.
+	TTL time.Duration
+	// Health is shared with the fleet sync; nil means always up.
+	Health Health
+	// Notify tells the other nodes of records this node dropped (after
+	// it dropped them here); nil tells nobody.
+	Notify func(Invalidation)
+	// Now is the clock (tests move it past the TTL); nil means time.Now.
+	Now func() time.Time
+}
+
+// CacheStats counts lookups by result.
+type CacheStats struct{ Hits, Misses, Stale uint64 }
 
 type cachedCred struct {
 	tenant, secret string
@@ -71,34 +100,41 @@ type cachedBucket struct {
 }
 
 var (
-	_ s3api.Credentials = (*metaCache)(nil)
-	_ s3api.Buckets     = (*metaCache)(nil)
+	_ s3api.Credentials = (*Cache)(nil)
+	_ s3api.Buckets     = (*Cache)(nil)
 )
 
-// defaultCacheTTL bounds how long a record lost by an invalidation (bus
+// DefaultCacheTTL bounds how long a record lost by an invalidation (bus
 // down at the time) can outlive its change in the store.
-const defaultCacheTTL = 10 * time.Second
+const DefaultCacheTTL = 10 * time.Second
 
 // storeReadTimeout bounds a re-read on the request path: a store that does
 // not answer in time is treated as down and the cached record served.
 const storeReadTimeout = time.Second
 
-func newMetaCache(store cacheStore, ttl time.Duration) *metaCache {
+// NewCache returns an empty cache over cfg.Store.
+func NewCache(cfg CacheConfig) *Cache {
+	ttl := cfg.TTL
 	if ttl <= 0 {
-		ttl = defaultCacheTTL
+		ttl = DefaultCacheTTL
 	}
-	return &metaCache{store: store, ttl: ttl, now: time.Now, keys: map[string]cachedCred{}, buckets: map[string]cachedBucket{}}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Cache{store: cfg.Store, ttl: ttl, now: now, health: cfg.Health, notify: cfg.Notify,
+		keys: map[string]cachedCred{}, buckets: map[string]cachedBucket{}}
 }
 
-func (c *metaCache) down() bool { return c.health != nil && c.health.storeDown() }
+func (c *Cache) down() bool { return c.health != nil && c.health.StoreDown() }
 
 // failed tells whether err means the store could not answer (as opposed
 // to an answer), and records it.
-func (c *metaCache) failed(err error) bool {
+func (c *Cache) failed(err error) bool {
 	if err == nil || errors.Is(err, s3api.ErrUnknownAccessKey) || errors.Is(err, s3api.ErrNoSuchBucket) ||
 		errors.Is(err, s3api.ErrBucketOwnedByOther) || errors.Is(err, s3api.ErrBucketOwnedByYou) {
 		if c.health != nil {
-			c.health.storeOK()
+			c.health.StoreOK()
 		}
 		return false
 	}
@@ -106,13 +142,13 @@ func (c *metaCache) failed(err error) bool {
 		return false
 	}
 	if c.health != nil {
-		c.health.storeFailed(err)
+		c.health.StoreFailed(err)
 	}
 	return true
 }
 
 // LookupAccessKey implements s3api.Credentials.
-func (c *metaCache) LookupAccessKey(ctx context.Context, accessKey string) (string, string, error) {
+func (c *Cache) LookupAccessKey(ctx context.Context, accessKey string) (string, string, error) {
 	c.mu.RLock()
 	e, ok := c.keys[accessKey]
 	gen := c.gen
@@ -145,7 +181,7 @@ func (c *metaCache) LookupAccessKey(ctx context.Context, accessKey string) (stri
 }
 
 // BucketOwner implements s3api.Buckets.
-func (c *metaCache) BucketOwner(ctx context.Context, bucket string) (string, time.Time, error) {
+func (c *Cache) BucketOwner(ctx context.Context, bucket string) (string, time.Time, error) {
 	c.mu.RLock()
 	e, ok := c.buckets[bucket]
 	gen := c.gen
@@ -176,7 +212,7 @@ func (c *metaCache) BucketOwner(ctx context.Context, bucket string) (string, tim
 	return tenant, created, nil
 }
 
-func (c *metaCache) count(hit, stale bool) {
+func (c *Cache) count(hit, stale bool) {
 	switch {
 	case stale:
 		c.stale.Add(1)
@@ -188,42 +224,42 @@ func (c *metaCache) count(hit, stale bool) {
 }
 
 // ClaimBucket implements s3api.Buckets; the claim is the store's.
-func (c *metaCache) ClaimBucket(ctx context.Context, tenant, bucket string) error {
+func (c *Cache) ClaimBucket(ctx context.Context, tenant, bucket string) error {
 	err := c.store.ClaimBucket(ctx, tenant, bucket)
 	if !c.failed(err) && err == nil {
 		// A node may still hold a previous owner whose release it missed.
-		c.changed(InvalidateMsg{Buckets: []string{bucket}})
+		c.changed(Invalidation{Buckets: []string{bucket}})
 	}
 	return err
 }
 
 // ReleaseBucket implements s3api.Buckets; the record is dropped whatever
 // the outcome (dropping costs one read).
-func (c *metaCache) ReleaseBucket(ctx context.Context, tenant, bucket string) error {
+func (c *Cache) ReleaseBucket(ctx context.Context, tenant, bucket string) error {
 	err := c.store.ReleaseBucket(ctx, tenant, bucket)
 	c.failed(err)
-	c.changed(InvalidateMsg{Buckets: []string{bucket}})
+	c.changed(Invalidation{Buckets: []string{bucket}})
 	return err
 }
 
-// changed drops the records m names, on every node when notify is set.
-func (c *metaCache) changed(m InvalidateMsg) {
+// changed drops the records m names here, then on every other node when
+// notify is set.
+func (c *Cache) changed(m Invalidation) {
+	c.Invalidate(m)
 	if c.notify != nil {
 		c.notify(m)
-		return
 	}
-	c.invalidate(m)
 }
 
 // ListBuckets implements s3api.Buckets: a listing always reads the store.
-func (c *metaCache) ListBuckets(ctx context.Context, tenant string) ([]s3api.BucketEntry, error) {
+func (c *Cache) ListBuckets(ctx context.Context, tenant string) ([]s3api.BucketEntry, error) {
 	out, err := c.store.ListBuckets(ctx, tenant)
 	c.failed(err)
 	return out, err
 }
 
-// invalidate drops the records m names.
-func (c *metaCache) invalidate(m InvalidateMsg) {
+// Invalidate drops the records m names (this node only).
+func (c *Cache) Invalidate(m Invalidation) {
 	var forget []string
 	c.mu.Lock()
 	c.gen++
@@ -257,9 +293,9 @@ func (c *metaCache) invalidate(m InvalidateMsg) {
 	}
 }
 
-// staleAll makes every record due for a re-read (invalidations may have
+// StaleAll makes every record due for a re-read (invalidations may have
 // been missed), keeping it to serve should the store be away.
-func (c *metaCache) staleAll() {
+func (c *Cache) StaleAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
@@ -273,7 +309,13 @@ func (c *metaCache) staleAll() {
 	}
 }
 
-func (c *metaCache) collectors() []prometheus.Collector {
+// Stats returns the lookup counts so far.
+func (c *Cache) Stats() CacheStats {
+	return CacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Stale: c.stale.Load()}
+}
+
+// Collectors count the lookups by result for /metrics.
+func (c *Cache) Collectors() []prometheus.Collector {
 	lookups := func(result string, v *atomic.Uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "facet_meta_cache_lookups_total",
 			Help:        "credential and bucket-ownership lookups by result: hit (fresh record), miss (read from the store), stale (served from memory while the store was unreachable)",

@@ -1,4 +1,4 @@
-package server
+package control
 
 import (
 	"context"
@@ -55,16 +55,15 @@ func TestClassSLOThroughTheAPI(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = store.Close() })
 	pol := contextPolicies{"t1/compaction": {"limit": "8000000"}}
-	slos := newSLOCache(metaSLOs{store}, pol, logger)
+	slos := NewSLOCache(MetaSLOs{store}, pol, logger)
 	l := qos.NewLimiter(qos.LimiterConfig{Node: "n1", SLOs: slos, Logger: logger})
-	q := &qosRuntime{limiter: l, fleet: qos.NewFleet(time.Minute), slos: slos, store: metaSLOs{store}}
-	api := q.admin()
+	api := NewSLOAPI(SLOAPIConfig{Store: MetaSLOs{store}, SLOs: slos, Limiter: l, Fleet: qos.NewFleet(time.Minute)})
 
 	got, err := api.GetSLO(ctx, "t1", "compaction")
 	if err != nil || got.Source != "policy" || got.Class != "compaction" || got.Limit != 8e6 {
 		t.Fatalf("policy's class SLO: %+v, %v", got, err)
 	}
-	if lim, _, ok := slos.classLimits("t1", "compaction"); !ok || lim != 8e6 {
+	if lim, _, ok := slos.ClassLimits("t1", "compaction"); !ok || lim != 8e6 {
 		t.Fatalf("class stage limit from the policy: %v %v", lim, ok)
 	}
 
@@ -76,7 +75,7 @@ func TestClassSLOThroughTheAPI(t *testing.T) {
 	if got, err := api.GetSLO(ctx, "t1", "compaction"); err != nil || got.Source != "api" || got.Limit != 2e6 {
 		t.Fatalf("class SLO after put: %+v, %v", got, err)
 	}
-	if lim, res, ok := slos.classLimits("t1", "compaction"); !ok || lim != 2e6 || res != 1e6 {
+	if lim, res, ok := slos.ClassLimits("t1", "compaction"); !ok || lim != 2e6 || res != 1e6 {
 		t.Fatalf("class stage limits from the API record: %v %v %v", lim, res, ok)
 	}
 	// The tenant's own SLO is another record: still none.
@@ -85,14 +84,14 @@ func TestClassSLOThroughTheAPI(t *testing.T) {
 	}
 	// A class no policy names becomes a flow of its own once the API
 	// gives it an SLO; the limiter runs it at the record's limit.
-	if slos.hasClass("t1", "flush") {
+	if slos.HasClass("t1", "flush") {
 		t.Fatal("flush has an SLO before any was set")
 	}
 	if _, err := api.PutSLO(ctx, "t1", "flush", admin.SLOSpec{"limit": "3MB/s"}); err != nil {
 		t.Fatal(err)
 	}
 	rctx := flowctx.With(context.Background(), &flowctx.Request{Tenant: "t1", Class: "flush"})
-	st, err := q.s3().Admit(rctx, "t1", "GET")
+	st, err := Admission{Limiter: l, SLOs: slos}.Admit(rctx, "t1", "GET")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +148,7 @@ func TestClassSLOThroughTheAPI(t *testing.T) {
 	if got, err := api.GetSLO(ctx, "t1", "compaction"); err != nil || got.Source != "policy" || got.Limit != 8e6 {
 		t.Fatalf("class SLO after delete: %+v, %v", got, err)
 	}
-	if lim, _, ok := slos.classLimits("t1", "compaction"); !ok || lim != 8e6 {
+	if lim, _, ok := slos.ClassLimits("t1", "compaction"); !ok || lim != 8e6 {
 		t.Fatalf("class stage limit after delete: %v %v", lim, ok)
 	}
 }

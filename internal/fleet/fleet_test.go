@@ -1,4 +1,4 @@
-package server
+package fleet
 
 import (
 	"bytes"
@@ -35,27 +35,29 @@ func masterKeyForTest(t *testing.T) []byte {
 type fleetNode struct {
 	store    *meta.Store
 	policies *control.Service
-	cache    *metaCache
-	sync     *fleetSync
-	admin    reloadingStore
+	cache    *meta.Cache
+	sync     *Sync
+	admin    AdminStore
 }
 
 func startFleetNode(t *testing.T, name string, store *meta.Store, b bus.Bus, poll time.Duration, log *slog.Logger) *fleetNode {
 	t.Helper()
-	n := &fleetNode{store: store, cache: newMetaCache(store, time.Hour)}
-	n.sync = newFleetSync(name, store, nil, b, n.cache, log)
-	n.sync.poll = poll
-	n.policies = control.New(control.Config{Store: announcingStore{Store: store, sync: n.sync}, Registry: builtin.NewRegistry(), Logger: log})
-	n.sync.policies = n.policies
+	health := NewHealth(log)
+	ann := NewAnnouncer(name, store, b, health, log)
+	n := &fleetNode{store: store, cache: meta.NewCache(meta.CacheConfig{Store: store, TTL: time.Hour, Health: health, Notify: ann.PublishInvalidation})}
+	n.policies = control.New(control.Config{Store: PolicyStore{Store: store, Announcer: ann}, Registry: builtin.NewRegistry(), Logger: log})
+	n.sync = NewSync(SyncConfig{Announcer: ann, Policies: n.policies, Cache: n.cache, Poll: poll, Logger: log})
 	if err := n.policies.Reload(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
-	if err := n.sync.start(ctx); err != nil {
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	if err := n.sync.Subscribe(); err != nil {
 		t.Fatal(err)
 	}
-	n.admin = reloadingStore{Store: store, reload: n.policies.Reload, fleet: n.sync, log: log}
+	go func() { n.sync.Run(ctx); close(done) }()
+	n.admin = AdminStore{Store: store, Reload: n.policies.Reload, Sync: n.sync, Log: log}
 	return n
 }
 
@@ -151,7 +153,7 @@ func TestFleetPushReachesOtherNodes(t *testing.T) {
 // flakyStore is a cache store whose reads can be made to fail as an
 // unreachable store would.
 type flakyStore struct {
-	cacheStore
+	meta.CacheStore
 	mu    sync.Mutex
 	down  bool
 	reads int
@@ -175,14 +177,14 @@ func (f *flakyStore) LookupAccessKey(ctx context.Context, ak string) (string, st
 	if err := f.fail(); err != nil {
 		return "", "", err
 	}
-	return f.cacheStore.LookupAccessKey(ctx, ak)
+	return f.CacheStore.LookupAccessKey(ctx, ak)
 }
 
 func (f *flakyStore) BucketOwner(ctx context.Context, b string) (string, time.Time, error) {
 	if err := f.fail(); err != nil {
 		return "", time.Time{}, err
 	}
-	return f.cacheStore.BucketOwner(ctx, b)
+	return f.CacheStore.BucketOwner(ctx, b)
 }
 
 func (f *flakyStore) PolicyVersion(context.Context) (uint64, error) {
@@ -220,10 +222,10 @@ func TestMetaCacheFailStatic(t *testing.T) {
 	if err := st.ClaimBucket(ctx, "acme", "logs"); err != nil {
 		t.Fatal(err)
 	}
-	flaky := &flakyStore{cacheStore: st}
-	cache := newMetaCache(flaky, time.Minute)
+	flaky := &flakyStore{CacheStore: st}
+	health := NewHealth(log)
 	now := time.Now()
-	cache.now = func() time.Time { return now }
+	cache := meta.NewCache(meta.CacheConfig{Store: flaky, TTL: time.Minute, Health: health, Now: func() time.Time { return now }})
 	srv, err := bus.StartServer(bus.ServerOptions{Name: "t"})
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +236,8 @@ func TestMetaCacheFailStatic(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	fs := newFleetSync("n", flaky, fixedVersion(0), conn, cache, log)
+	ann := NewAnnouncer("n", flaky, conn, health, log)
+	fs := NewSync(SyncConfig{Announcer: ann, Policies: fixedVersion(0), Cache: cache, Logger: log})
 
 	if _, _, err := cache.LookupAccessKey(ctx, key.AccessKey); err != nil {
 		t.Fatal(err)
@@ -266,20 +269,20 @@ func TestMetaCacheFailStatic(t *testing.T) {
 	if _, _, err := cache.BucketOwner(ctx, "never-seen"); err == nil {
 		t.Fatal("store down: an uncached bucket was answered")
 	}
-	if !fs.storeDown() {
+	if !fs.Health().StoreDown() {
 		t.Fatal("the sync does not report the store down")
 	}
 	if n := strings.Count(logs.String(), "metadata store unreachable"); n != 1 {
 		t.Fatalf("the outage was logged %d times; want once:\n%s", n, logs.String())
 	}
-	if cache.stale.Load() == 0 {
+	if cache.Stats().Stale == 0 {
 		t.Fatal("no stale answer was counted")
 	}
 
 	flaky.setDown(false)
 	fs.check(ctx)
-	if fs.storeDown() || !strings.Contains(logs.String(), "metadata store reachable again") {
-		t.Fatalf("store back: down=%v; log:\n%s", fs.storeDown(), logs.String())
+	if fs.Health().StoreDown() || !strings.Contains(logs.String(), "metadata store reachable again") {
+		t.Fatalf("store back: down=%v; log:\n%s", fs.Health().StoreDown(), logs.String())
 	}
 	// The store is obeyed again: a revocation made while this node was not
 	// told (no invalidation) takes effect once the record is re-read.
@@ -299,12 +302,12 @@ func (v fixedVersion) Reload(ctx context.Context) error { return nil }
 // The bus messages are decoded strictly.
 func TestDecodeFleetMsg(t *testing.T) {
 	var v PolicyVersionMsg
-	if err := decodeFleetMsg([]byte(`{"v":1,"version":7,"node":"a"}`), &v); err != nil || v.Version != 7 {
+	if err := decodeMsg([]byte(`{"v":1,"version":7,"node":"a"}`), &v); err != nil || v.Version != 7 {
 		t.Fatalf("%+v %v", v, err)
 	}
 	for _, bad := range []string{`{"v":2,"version":7}`, `{"v":1,"version":7,"x":1}`, `{"v":1}{}`, `[]`, ``} {
 		var m PolicyVersionMsg
-		if err := decodeFleetMsg([]byte(bad), &m); err == nil {
+		if err := decodeMsg([]byte(bad), &m); err == nil {
 			t.Errorf("%q decoded", bad)
 		}
 	}
@@ -315,18 +318,17 @@ func FuzzDecodeFleetMsg(f *testing.F) {
 	f.Add([]byte(`{"v":1,"node":"a","keys":["FK1"],"tenants":["t"],"buckets":["b"]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var v PolicyVersionMsg
-		if decodeFleetMsg(data, &v) == nil && v.V != fleetMsgVersion {
+		if decodeMsg(data, &v) == nil && v.V != msgVersion {
 			t.Fatalf("accepted version %d", v.V)
 		}
 		var m InvalidateMsg
-		if decodeFleetMsg(data, &m) == nil {
-			c := newMetaCache(nil, time.Minute)
-			c.store = forgetOnly{}
-			c.invalidate(m) // must not panic
+		if decodeMsg(data, &m) == nil {
+			c := meta.NewCache(meta.CacheConfig{Store: forgetOnly{}, TTL: time.Minute})
+			c.Invalidate(m.Invalidation) // must not panic
 		}
 	})
 }
 
-type forgetOnly struct{ cacheStore }
+type forgetOnly struct{ meta.CacheStore }
 
 func (forgetOnly) ForgetAccessKeys(...string) {}
