@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/meta"
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/ownership"
 )
 
 // Store is what the control API needs from the metadata store;
@@ -39,7 +39,7 @@ type Store interface {
 	CreateKey(ctx context.Context, tenant string) (meta.NewKey, error)
 	ListKeys(ctx context.Context, tenant string) ([]meta.KeyInfo, error)
 	RevokeKey(ctx context.Context, tenant, accessKey string) error
-	ListBuckets(ctx context.Context, tenant string) ([]s3api.BucketEntry, error)
+	ListBuckets(ctx context.Context, tenant string) ([]ownership.Bucket, error)
 
 	DataKeys(ctx context.Context, tenant string) (meta.DataKeys, error)
 	RotateDataKey(ctx context.Context, tenant string) (meta.DataKeys, error)

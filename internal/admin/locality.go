@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/storage"
 	"github.com/facet-sds/facet/internal/sysdev"
 )
@@ -57,7 +57,7 @@ func (h *handler) locality(w http.ResponseWriter, r *http.Request) error {
 	if owners, ok := h.store.(bucketOwners); ok {
 		owner, _, err := owners.BucketOwner(r.Context(), bucket)
 		switch {
-		case errors.Is(err, s3api.ErrNoSuchBucket):
+		case errors.Is(err, s3err.ErrNoSuchBucket):
 			return noSuchBucket(bucket)
 		case err != nil:
 			return err

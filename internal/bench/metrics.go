@@ -18,7 +18,7 @@ import (
 
 	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/metrics"
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/obs"
 )
 
 // MetricsOverheadResult is what workload metrics cost the data path, and
@@ -529,7 +529,7 @@ func busTraffic(ctx context.Context, cfg TrafficConfig, periods int) (Traffic, e
 
 // serveOne runs one request through a collector, as the S3 front end does.
 func serveOne(c *metrics.Collector, op, tenant string, payload []byte) {
-	o := &s3api.Observation{Op: op, Tenant: tenant, Bucket: "b", Key: "k", Start: time.Now(), Status: 200, Routed: true}
+	o := &obs.Observation{Op: op, Tenant: tenant, Bucket: "b", Key: "k", Start: time.Now(), Status: 200, Routed: true}
 	c.Started(o)
 	if payload != nil {
 		n, _ := io.Copy(io.Discard, c.Body(o, bytes.NewReader(payload)))

@@ -9,8 +9,8 @@ import (
 
 	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/ownership"
 	"github.com/facet-sds/facet/internal/policy"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // compileOne compiles one policy text as the service does for stored ones.
@@ -284,10 +284,10 @@ func (s *listStore) ListTenants(context.Context) ([]meta.Tenant, error) {
 	return out, nil
 }
 
-func (s *listStore) ListBuckets(_ context.Context, tenant string) ([]s3api.BucketEntry, error) {
-	var out []s3api.BucketEntry
+func (s *listStore) ListBuckets(_ context.Context, tenant string) ([]ownership.Bucket, error) {
+	var out []ownership.Bucket
 	for _, b := range s.buckets[tenant] {
-		out = append(out, s3api.BucketEntry{Name: b})
+		out = append(out, ownership.Bucket{Name: b})
 	}
 	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/ownership"
 	"github.com/facet-sds/facet/internal/policy"
 	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/storage/fs"
@@ -44,7 +45,7 @@ func (c *countingStore) ListGroups(ctx context.Context) ([]meta.Group, error) {
 	c.calls.Add(1)
 	return c.Store.ListGroups(ctx)
 }
-func (c *countingStore) ListBuckets(ctx context.Context, t string) ([]s3api.BucketEntry, error) {
+func (c *countingStore) ListBuckets(ctx context.Context, t string) ([]ownership.Bucket, error) {
 	c.calls.Add(1)
 	return c.Store.ListBuckets(ctx, t)
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/ownership"
 	"github.com/facet-sds/facet/internal/policy"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // Store is what the service needs from the metadata store. Only the
@@ -33,7 +33,7 @@ type Store interface {
 	AddPolicies(ctx context.Context, ps []meta.NewPolicy) ([]meta.Policy, error)
 	ListTenants(ctx context.Context) ([]meta.Tenant, error)
 	ListGroups(ctx context.Context) ([]meta.Group, error)
-	ListBuckets(ctx context.Context, tenant string) ([]s3api.BucketEntry, error)
+	ListBuckets(ctx context.Context, tenant string) ([]ownership.Bucket, error)
 	// SetPolicyState records a dynamic policy's activation (controllers).
 	SetPolicyState(ctx context.Context, id string, state meta.PolicyState, reason string) (meta.Policy, error)
 }

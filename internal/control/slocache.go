@@ -5,12 +5,12 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/policy"
 	"github.com/facet-sds/facet/internal/qos"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // SLOStore is what the SLO cache and API need of the metadata store.
@@ -169,7 +169,7 @@ func (c *SLOCache) ClassLimits(tenant, class string) (float64, float64, bool) {
 var _ qos.ClassSLOSource = (*SLOCache)(nil)
 
 // Admission is the S3 front end's view of a gateway's limiter
-// (s3api.QoS): requests are admitted in their tenant's flows, or their
+// (admit.QoS): requests are admitted in their tenant's flows, or their
 // request class's when an SLO governs it.
 type Admission struct {
 	Limiter *qos.Limiter
@@ -180,7 +180,7 @@ type Admission struct {
 // class's flow when an SLO (an API class record or a CONTEXT policy)
 // governs that class: the class's bytes are then one flow fleet-wide,
 // which the bandwidth controller splits across gateways like a tenant's.
-func (a Admission) Admit(ctx context.Context, tenant, method string) (s3api.Shaper, error) {
+func (a Admission) Admit(ctx context.Context, tenant, method string) (admit.Shaper, error) {
 	c := qos.ClassOf(method)
 	// On every request: whether an SLO names the class, not its parsed
 	// SLO (the limiter reads that when the flow is made).
@@ -191,6 +191,6 @@ func (a Admission) Admit(ctx context.Context, tenant, method string) (s3api.Shap
 }
 
 var (
-	_ s3api.QoS    = Admission{}
-	_ s3api.Shaper = (*qos.Stream)(nil)
+	_ admit.QoS    = Admission{}
+	_ admit.Shaper = (*qos.Stream)(nil)
 )

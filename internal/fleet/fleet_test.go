@@ -19,7 +19,7 @@ import (
 	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/meta/redistest"
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 func masterKeyForTest(t *testing.T) []byte {
@@ -131,22 +131,22 @@ func TestFleetPushReachesOtherNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Same node: gone before RevokeKey returned.
-	if _, _, err := a.cache.LookupAccessKey(ctx, key.AccessKey); !errors.Is(err, s3api.ErrUnknownAccessKey) {
+	if _, _, err := a.cache.LookupAccessKey(ctx, key.AccessKey); !errors.Is(err, s3err.ErrUnknownAccessKey) {
 		t.Fatalf("node a still accepts the key it revoked: %v", err)
 	}
 	waitUntil(t, "node b refuses the key revoked on node a", func() bool {
 		_, _, err := b.cache.LookupAccessKey(ctx, key.AccessKey)
-		return errors.Is(err, s3api.ErrUnknownAccessKey)
+		return errors.Is(err, s3err.ErrUnknownAccessKey)
 	})
 	if err := a.cache.ReleaseBucket(ctx, "acme", "logs"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.cache.BucketOwner(ctx, "logs"); !errors.Is(err, s3api.ErrNoSuchBucket) {
+	if _, _, err := a.cache.BucketOwner(ctx, "logs"); !errors.Is(err, s3err.ErrNoSuchBucket) {
 		t.Fatalf("node a still knows the bucket it deleted: %v", err)
 	}
 	waitUntil(t, "node b forgets the bucket deleted on node a", func() bool {
 		_, _, err := b.cache.BucketOwner(ctx, "logs")
-		return errors.Is(err, s3api.ErrNoSuchBucket)
+		return errors.Is(err, s3err.ErrNoSuchBucket)
 	})
 }
 
@@ -289,7 +289,7 @@ func TestMetaCacheFailStatic(t *testing.T) {
 	if err := st.RevokeKey(ctx, "acme", key.AccessKey); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := cache.LookupAccessKey(ctx, key.AccessKey); !errors.Is(err, s3api.ErrUnknownAccessKey) {
+	if _, _, err := cache.LookupAccessKey(ctx, key.AccessKey); !errors.Is(err, s3err.ErrUnknownAccessKey) {
 		t.Fatalf("a key revoked in the store is still accepted after its TTL: %v", err)
 	}
 }

@@ -7,13 +7,13 @@ import (
 	"io"
 	"testing"
 
+	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/qos"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 type limiterQoS struct{ l *qos.Limiter }
 
-func (a limiterQoS) Admit(ctx context.Context, tenant, method string) (s3api.Shaper, error) {
+func (a limiterQoS) Admit(ctx context.Context, tenant, method string) (admit.Shaper, error) {
 	return a.l.Admit(ctx, tenant, qos.ClassOf(method))
 }
 
@@ -91,7 +91,7 @@ func BenchmarkFrontEndGetParallel(b *testing.B) {
 // straight to the connection ("off").
 func getThrough(b *testing.B, e *Enforcer, ctx context.Context, mode string, buf, payload []byte) {
 	var dst io.Writer = &sink{buf: buf}
-	var sh s3api.Shaper
+	var sh admit.Shaper
 	if mode == "on" {
 		var err error
 		if sh, err = e.Admit(ctx, "t1", "GET"); err != nil {

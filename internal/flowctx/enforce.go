@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/qos"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // LimitSource gives what policies naming a CONTEXT set for a tenant's
@@ -63,7 +63,7 @@ type EnforcerConfig struct {
 	Period time.Duration
 	// Next is the QoS stage behind this one (the tenant × operation
 	// Limiter); nil when there is none.
-	Next   s3api.QoS
+	Next   admit.QoS
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -209,7 +209,7 @@ func (e *Enforcer) background(class string) int {
 
 // Admit classifies the request (its context was set by Middleware) and
 // shapes its bytes through its class's flow, then through the next stage.
-func (e *Enforcer) Admit(ctx context.Context, tenant, method string) (s3api.Shaper, error) {
+func (e *Enforcer) Admit(ctx context.Context, tenant, method string) (admit.Shaper, error) {
 	r := From(ctx)
 	if r == nil {
 		r = &Request{}
@@ -221,7 +221,7 @@ func (e *Enforcer) Admit(ctx context.Context, tenant, method string) (s3api.Shap
 	class, _ := c.Classify(r)
 	f := e.flow(tenant, class, c.DefaultOr())
 	r.Tenant, r.Class = tenant, f.Class
-	var next s3api.Shaper
+	var next admit.Shaper
 	if e.cfg.Next != nil {
 		var err error
 		if next, err = e.cfg.Next.Admit(ctx, tenant, method); err != nil {
@@ -250,7 +250,7 @@ func (e *Enforcer) Needed(ctx context.Context) (string, float64, bool) {
 type shaper struct {
 	f    *Flow
 	ctx  context.Context
-	next s3api.Shaper
+	next admit.Shaper
 	done atomic.Bool // Done ran (a CAS: sync.Once's slow path locks)
 	// w is the one Writer (S3 responses take one), held here: one
 	// allocation less per request.

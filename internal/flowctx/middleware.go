@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 // Middleware reads each S3 request's x-facet-context before the S3 front

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/ownership"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 // checkBucketName guards the store's own invariants (index keys split on
@@ -20,8 +21,8 @@ func checkBucketName(bucket string) error {
 
 // ClaimBucket records tenant as the owner of bucket. Bucket names are
 // global; the claim is one transaction, so of many concurrent claims exactly
-// one wins and the others get s3api.ErrBucketOwnedByYou or
-// s3api.ErrBucketOwnedByOther. An unknown tenant gets ErrTenantNotFound.
+// one wins and the others get s3err.ErrBucketOwnedByYou or
+// s3err.ErrBucketOwnedByOther. An unknown tenant gets ErrTenantNotFound.
 func (s *Store) ClaimBucket(ctx context.Context, tenant, bucket string) error {
 	if err := checkBucketName(bucket); err != nil {
 		return fmt.Errorf("meta: claim bucket: %w", err)
@@ -39,9 +40,9 @@ func (s *Store) ClaimBucket(ctx context.Context, tenant, bucket string) error {
 		}
 		if ok {
 			if rec.Tenant == tenant {
-				return s3api.ErrBucketOwnedByYou
+				return s3err.ErrBucketOwnedByYou
 			}
-			return s3api.ErrBucketOwnedByOther
+			return s3err.ErrBucketOwnedByOther
 		}
 		rec = bucketRecord{V: recordVersion, Bucket: bucket, Tenant: tenant, Created: s.timestamp()}
 		if err := putRecord(tx, tblBuckets, bucket, &rec); err != nil {
@@ -56,7 +57,7 @@ func (s *Store) ClaimBucket(ctx context.Context, tenant, bucket string) error {
 }
 
 // ReleaseBucket forgets tenant's ownership of bucket. It fails with
-// s3api.ErrNoSuchBucket when nobody owns it and s3api.ErrBucketOwnedByOther
+// s3err.ErrNoSuchBucket when nobody owns it and s3err.ErrBucketOwnedByOther
 // when another tenant does; a tenant can only release its own buckets.
 func (s *Store) ReleaseBucket(ctx context.Context, tenant, bucket string) error {
 	err := s.kv.update(ctx, func(tx kvTx) error {
@@ -66,10 +67,10 @@ func (s *Store) ReleaseBucket(ctx context.Context, tenant, bucket string) error 
 			return err
 		}
 		if !ok {
-			return s3api.ErrNoSuchBucket
+			return s3err.ErrNoSuchBucket
 		}
 		if rec.Tenant != tenant {
-			return s3api.ErrBucketOwnedByOther
+			return s3err.ErrBucketOwnedByOther
 		}
 		if err := tx.del(tblBuckets, bucket); err != nil {
 			return err
@@ -83,7 +84,7 @@ func (s *Store) ReleaseBucket(ctx context.Context, tenant, bucket string) error 
 }
 
 // BucketOwner returns the tenant owning bucket and when it was claimed, or
-// s3api.ErrNoSuchBucket.
+// s3err.ErrNoSuchBucket.
 func (s *Store) BucketOwner(ctx context.Context, bucket string) (string, time.Time, error) {
 	var rec bucketRecord
 	var ok bool
@@ -96,17 +97,17 @@ func (s *Store) BucketOwner(ctx context.Context, bucket string) (string, time.Ti
 		return "", time.Time{}, fmt.Errorf("meta: bucket owner %q: %w", bucket, err)
 	}
 	if !ok {
-		return "", time.Time{}, fmt.Errorf("meta: bucket %q: %w", bucket, s3api.ErrNoSuchBucket)
+		return "", time.Time{}, fmt.Errorf("meta: bucket %q: %w", bucket, s3err.ErrNoSuchBucket)
 	}
 	return rec.Tenant, rec.Created, nil
 }
 
 // ListBuckets lists tenant's buckets in name order. An unknown tenant has
 // none.
-func (s *Store) ListBuckets(ctx context.Context, tenant string) ([]s3api.BucketEntry, error) {
-	var out []s3api.BucketEntry
+func (s *Store) ListBuckets(ctx context.Context, tenant string) ([]ownership.Bucket, error) {
+	var out []ownership.Bucket
 	err := s.kv.view(ctx, func(tx kvTx) error {
-		out = []s3api.BucketEntry{}
+		out = []ownership.Bucket{}
 		p := indexPrefix(tenant)
 		return tx.scan(tblTenantBuckets, p, func(key string, _ []byte) error {
 			name := strings.TrimPrefix(key, p)
@@ -118,7 +119,7 @@ func (s *Store) ListBuckets(ctx context.Context, tenant string) ([]s3api.BucketE
 			if !ok {
 				return fmt.Errorf("index %s lists missing bucket %q", tblTenantBuckets, name)
 			}
-			out = append(out, s3api.BucketEntry{Name: rec.Bucket, Created: rec.Created})
+			out = append(out, ownership.Bucket{Name: rec.Bucket, Created: rec.Created})
 			return nil
 		})
 	})

@@ -9,7 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/ownership"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 // Cache answers the S3 front end's per-request metadata questions —
@@ -43,10 +44,16 @@ type Cache struct {
 	hits, misses, stale atomic.Uint64
 }
 
-// CacheStore is what the cache reads through to; *Store is one.
+// CacheStore is what the cache reads through to; *Store is one. It spells
+// out the methods of s3api.Credentials and s3api.Buckets (which the Cache
+// serves, checked in contract_test.go) so that meta does not import the
+// front end.
 type CacheStore interface {
-	s3api.Credentials
-	s3api.Buckets
+	LookupAccessKey(ctx context.Context, accessKey string) (tenant, secret string, err error)
+	ClaimBucket(ctx context.Context, tenant, bucket string) error
+	ReleaseBucket(ctx context.Context, tenant, bucket string) error
+	BucketOwner(ctx context.Context, bucket string) (tenant string, created time.Time, err error)
+	ListBuckets(ctx context.Context, tenant string) ([]ownership.Bucket, error)
 	// ForgetAccessKeys drops keys from the store's own secret cache, so
 	// that a re-read really reads the store.
 	ForgetAccessKeys(accessKeys ...string)
@@ -99,11 +106,6 @@ type cachedBucket struct {
 	fetched time.Time
 }
 
-var (
-	_ s3api.Credentials = (*Cache)(nil)
-	_ s3api.Buckets     = (*Cache)(nil)
-)
-
 // DefaultCacheTTL bounds how long a record lost by an invalidation (bus
 // down at the time) can outlive its change in the store.
 const DefaultCacheTTL = 10 * time.Second
@@ -131,8 +133,8 @@ func (c *Cache) down() bool { return c.health != nil && c.health.StoreDown() }
 // failed tells whether err means the store could not answer (as opposed
 // to an answer), and records it.
 func (c *Cache) failed(err error) bool {
-	if err == nil || errors.Is(err, s3api.ErrUnknownAccessKey) || errors.Is(err, s3api.ErrNoSuchBucket) ||
-		errors.Is(err, s3api.ErrBucketOwnedByOther) || errors.Is(err, s3api.ErrBucketOwnedByYou) {
+	if err == nil || errors.Is(err, s3err.ErrUnknownAccessKey) || errors.Is(err, s3err.ErrNoSuchBucket) ||
+		errors.Is(err, s3err.ErrBucketOwnedByOther) || errors.Is(err, s3err.ErrBucketOwnedByYou) {
 		if c.health != nil {
 			c.health.StoreOK()
 		}
@@ -170,7 +172,7 @@ func (c *Cache) LookupAccessKey(ctx context.Context, accessKey string) (string, 
 	defer c.mu.Unlock()
 	switch {
 	case err != nil:
-		if errors.Is(err, s3api.ErrUnknownAccessKey) {
+		if errors.Is(err, s3err.ErrUnknownAccessKey) {
 			delete(c.keys, accessKey)
 		}
 		return "", "", err
@@ -202,7 +204,7 @@ func (c *Cache) BucketOwner(ctx context.Context, bucket string) (string, time.Ti
 	defer c.mu.Unlock()
 	switch {
 	case err != nil:
-		if errors.Is(err, s3api.ErrNoSuchBucket) {
+		if errors.Is(err, s3err.ErrNoSuchBucket) {
 			delete(c.buckets, bucket)
 		}
 		return "", time.Time{}, err
@@ -252,7 +254,7 @@ func (c *Cache) changed(m Invalidation) {
 }
 
 // ListBuckets implements s3api.Buckets: a listing always reads the store.
-func (c *Cache) ListBuckets(ctx context.Context, tenant string) ([]s3api.BucketEntry, error) {
+func (c *Cache) ListBuckets(ctx context.Context, tenant string) ([]ownership.Bucket, error) {
 	out, err := c.store.ListBuckets(ctx, tenant)
 	c.failed(err)
 	return out, err

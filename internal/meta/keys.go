@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 // Access key ids look like AWS ones: 20 upper-case alphanumerics, here "FK"
@@ -185,7 +185,7 @@ func (s *Store) ForgetAccessKeys(accessKeys ...string) { s.forget(accessKeys...)
 
 // LookupAccessKey resolves an access key to its tenant and plaintext secret
 // for SigV4 verification. Unknown and revoked keys fail with an error
-// wrapping s3api.ErrUnknownAccessKey.
+// wrapping s3err.ErrUnknownAccessKey.
 func (s *Store) LookupAccessKey(ctx context.Context, accessKey string) (tenant, secret string, err error) {
 	s.mu.RLock()
 	c, ok := s.cache[accessKey]
@@ -206,7 +206,7 @@ func (s *Store) LookupAccessKey(ctx context.Context, accessKey string) (tenant, 
 		return "", "", fmt.Errorf("meta: lookup access key: %w", err)
 	}
 	if !found {
-		return "", "", fmt.Errorf("meta: access key %q: %w", accessKey, s3api.ErrUnknownAccessKey)
+		return "", "", fmt.Errorf("meta: access key %q: %w", accessKey, s3err.ErrUnknownAccessKey)
 	}
 	pt, err := s.sealer.open(rec.Sealed, accessKey)
 	if err != nil {

@@ -3,7 +3,9 @@
 // bucket-ownership table, and the control plane's records: groups,
 // policies, SLOs, tenants' data-key ids and the filter registry, with a
 // change version that data-plane nodes poll. It implements the interfaces
-// the S3 front end consumes (s3api.Credentials, s3api.Buckets).
+// the S3 front end consumes (s3api.Credentials, s3api.Buckets; checked in
+// contract_test.go, since meta links nothing of the data path), answering
+// with internal/s3err's sentinels and internal/ownership's records.
 //
 // One Store, two backends under a small transactional key/value boundary
 // (kv.go): the embedded one keeps everything in one bbolt file,
@@ -20,16 +22,9 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
-var (
-	_ s3api.Credentials = (*Store)(nil)
-	_ s3api.Buckets     = (*Store)(nil)
-)
-
-// Errors returned by Store. Bucket errors are the s3api ones.
+// Errors returned by Store. Bucket and access-key errors are s3err's.
 var (
 	ErrInvalidTenantName = errors.New("invalid tenant name")
 	ErrTenantExists      = errors.New("tenant already exists")

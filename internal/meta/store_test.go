@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 func TestTenantLifecycle(t *testing.T) {
@@ -121,7 +121,7 @@ func TestKeysCreateLookupRevoke(t *testing.T) {
 				t.Fatalf("LookupAccessKey(%s) = %q, secret ok=%v, %v", k.AccessKey, tenant, secret == k.SecretKey, err)
 			}
 		}
-		if _, _, err := s.LookupAccessKey(ctx, "FKNOTAKEY0000000000X"); !errors.Is(err, s3api.ErrUnknownAccessKey) {
+		if _, _, err := s.LookupAccessKey(ctx, "FKNOTAKEY0000000000X"); !errors.Is(err, s3err.ErrUnknownAccessKey) {
 			t.Fatalf("unknown key: %v", err)
 		}
 
@@ -151,7 +151,7 @@ func TestKeysCreateLookupRevoke(t *testing.T) {
 		if err := s.RevokeKey(ctx, "acme", k1.AccessKey); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.LookupAccessKey(ctx, k1.AccessKey); !errors.Is(err, s3api.ErrUnknownAccessKey) {
+		if _, _, err := s.LookupAccessKey(ctx, k1.AccessKey); !errors.Is(err, s3err.ErrUnknownAccessKey) {
 			t.Fatalf("revoked key: %v", err)
 		}
 		if err := s.RevokeKey(ctx, "acme", k1.AccessKey); !errors.Is(err, ErrKeyNotFound) {
@@ -165,7 +165,7 @@ func TestKeysCreateLookupRevoke(t *testing.T) {
 		if err := s.DeleteTenant(ctx, "acme"); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.LookupAccessKey(ctx, k2.AccessKey); !errors.Is(err, s3api.ErrUnknownAccessKey) {
+		if _, _, err := s.LookupAccessKey(ctx, k2.AccessKey); !errors.Is(err, s3err.ErrUnknownAccessKey) {
 			t.Fatalf("key of deleted tenant: %v", err)
 		}
 	})
@@ -202,13 +202,13 @@ func TestRevokeRacesLookup(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range 20 {
-				if _, _, err := s.LookupAccessKey(ctx, k.AccessKey); !errors.Is(err, s3api.ErrUnknownAccessKey) {
+				if _, _, err := s.LookupAccessKey(ctx, k.AccessKey); !errors.Is(err, s3err.ErrUnknownAccessKey) {
 					t.Fatalf("revoked key still resolves: %v", err)
 				}
 			}
 			close(stop)
 			wg.Wait()
-			if _, _, err := s.LookupAccessKey(ctx, k.AccessKey); !errors.Is(err, s3api.ErrUnknownAccessKey) {
+			if _, _, err := s.LookupAccessKey(ctx, k.AccessKey); !errors.Is(err, s3err.ErrUnknownAccessKey) {
 				t.Fatalf("revoked key resolves after lookups settled: %v", err)
 			}
 		}
@@ -323,10 +323,10 @@ func TestBucketOwnership(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := s.ClaimBucket(ctx, "acme", "aa"); !errors.Is(err, s3api.ErrBucketOwnedByYou) {
+		if err := s.ClaimBucket(ctx, "acme", "aa"); !errors.Is(err, s3err.ErrBucketOwnedByYou) {
 			t.Fatalf("reclaim: %v", err)
 		}
-		if err := s.ClaimBucket(ctx, "other", "aa"); !errors.Is(err, s3api.ErrBucketOwnedByOther) {
+		if err := s.ClaimBucket(ctx, "other", "aa"); !errors.Is(err, s3err.ErrBucketOwnedByOther) {
 			t.Fatalf("claim other's: %v", err)
 		}
 		if err := s.ClaimBucket(ctx, "ghost", "gg"); !errors.Is(err, ErrTenantNotFound) {
@@ -340,7 +340,7 @@ func TestBucketOwnership(t *testing.T) {
 		if err != nil || owner != "acme" || created.IsZero() {
 			t.Fatalf("BucketOwner = %q, %v, %v", owner, created, err)
 		}
-		if _, _, err := s.BucketOwner(ctx, "nope"); !errors.Is(err, s3api.ErrNoSuchBucket) {
+		if _, _, err := s.BucketOwner(ctx, "nope"); !errors.Is(err, s3err.ErrNoSuchBucket) {
 			t.Fatalf("BucketOwner(nope): %v", err)
 		}
 
@@ -362,10 +362,10 @@ func TestBucketOwnership(t *testing.T) {
 		if err := s.DeleteTenant(ctx, "acme"); !errors.Is(err, ErrTenantNotEmpty) {
 			t.Fatalf("delete tenant with buckets: %v", err)
 		}
-		if err := s.ReleaseBucket(ctx, "other", "aa"); !errors.Is(err, s3api.ErrBucketOwnedByOther) {
+		if err := s.ReleaseBucket(ctx, "other", "aa"); !errors.Is(err, s3err.ErrBucketOwnedByOther) {
 			t.Fatalf("release other's: %v", err)
 		}
-		if err := s.ReleaseBucket(ctx, "acme", "nope"); !errors.Is(err, s3api.ErrNoSuchBucket) {
+		if err := s.ReleaseBucket(ctx, "acme", "nope"); !errors.Is(err, s3err.ErrNoSuchBucket) {
 			t.Fatalf("release missing: %v", err)
 		}
 		for _, b := range []string{"aa", "mm", "zz"} {
@@ -373,7 +373,7 @@ func TestBucketOwnership(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, _, err := s.BucketOwner(ctx, "aa"); !errors.Is(err, s3api.ErrNoSuchBucket) {
+		if _, _, err := s.BucketOwner(ctx, "aa"); !errors.Is(err, s3err.ErrNoSuchBucket) {
 			t.Fatalf("released bucket still owned: %v", err)
 		}
 		if err := s.ClaimBucket(ctx, "other", "aa"); err != nil {
@@ -421,9 +421,9 @@ func TestBucketClaimRace(t *testing.T) {
 				if tenant != owner {
 					t.Errorf("claim %d by %s succeeded but owner is %s", i, tenant, owner)
 				}
-			case tenant == owner && !errors.Is(err, s3api.ErrBucketOwnedByYou):
+			case tenant == owner && !errors.Is(err, s3err.ErrBucketOwnedByYou):
 				t.Errorf("claim %d by owner: %v", i, err)
-			case tenant != owner && !errors.Is(err, s3api.ErrBucketOwnedByOther):
+			case tenant != owner && !errors.Is(err, s3err.ErrBucketOwnedByOther):
 				t.Errorf("claim %d by %s: %v", i, tenant, err)
 			}
 		}

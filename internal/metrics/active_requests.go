@@ -1,8 +1,8 @@
 package metrics
 
 import (
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/policy"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // ActiveRequests is active_requests: requests in flight when the period
@@ -17,13 +17,13 @@ func (activeRequests) Info() Info {
 
 func (activeRequests) NewCell() Cell { return new(Gauge) }
 
-func (activeRequests) Start(_ *s3api.Observation, cs Cells) {
+func (activeRequests) Start(_ *obs.Observation, cs Cells) {
 	for i := range cs.n {
 		cs.c[i].(*Gauge).Add(1)
 	}
 }
 
-func (activeRequests) Finish(_ *s3api.Observation, cs Cells) {
+func (activeRequests) Finish(_ *obs.Observation, cs Cells) {
 	for i := range cs.n {
 		cs.c[i].(*Gauge).Add(-1)
 	}

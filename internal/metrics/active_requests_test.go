@@ -3,12 +3,12 @@ package metrics
 import (
 	"testing"
 
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/obs"
 )
 
 func TestActiveRequests(t *testing.T) {
 	c := newTestCollector(ActiveRequests())
-	var open []*s3api.Observation
+	var open []*obs.Observation
 	for _, b := range []string{"b1", "b1", "b2"} {
 		o := req("PutObject", "t1", b, "k")
 		o.Routed = true

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/policy"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // The built-in modules are the DSL's request metrics: same names, units
@@ -64,10 +64,10 @@ func TestBuiltinModulesAreWired(t *testing.T) {
 
 type fakeModule struct{ info Info }
 
-func (m fakeModule) Info() Info                          { return m.info }
-func (fakeModule) NewCell() Cell                         { return new(Counter) }
-func (fakeModule) Start(*s3api.Observation, Cells)       {}
-func (fakeModule) Finish(o *s3api.Observation, cs Cells) {}
+func (m fakeModule) Info() Info                        { return m.info }
+func (fakeModule) NewCell() Cell                       { return new(Counter) }
+func (fakeModule) Start(*obs.Observation, Cells)       {}
+func (fakeModule) Finish(o *obs.Observation, cs Cells) {}
 
 func TestRegistryRejects(t *testing.T) {
 	r := NewRegistry(Ops())

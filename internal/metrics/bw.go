@@ -1,10 +1,12 @@
 package metrics
 
-import "github.com/facet-sds/facet/internal/s3api"
+import (
+	"github.com/facet-sds/facet/internal/obs"
+)
 
 // BW is bw: bytes received and sent by every request, per second.
 func BW() Module {
-	return byteRate{name: "bw", doc: "bytes transferred (received and sent) per second", bytes: func(o *s3api.Observation) int64 {
+	return byteRate{name: "bw", doc: "bytes transferred (received and sent) per second", bytes: func(o *obs.Observation) int64 {
 		return o.BytesIn + o.BytesOut
 	}}
 }

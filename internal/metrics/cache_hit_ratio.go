@@ -1,8 +1,8 @@
 package metrics
 
 import (
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/policy"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // CacheHitRatio is cache_hit_ratio: the fraction of GETs under a caching
@@ -20,12 +20,12 @@ func (cacheHitRatio) Info() Info {
 
 func (cacheHitRatio) NewCell() Cell { return new(Ratio) }
 
-func (cacheHitRatio) Finish(o *s3api.Observation, cs Cells) {
+func (cacheHitRatio) Finish(o *obs.Observation, cs Cells) {
 	if o.Cache == "" {
 		return
 	}
 	var n int64
-	if o.Cache == s3api.CacheHit {
+	if o.Cache == obs.CacheHit {
 		n = 1
 	}
 	for i := range cs.n {

@@ -3,12 +3,12 @@ package metrics
 import (
 	"testing"
 
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/obs"
 )
 
 func TestCacheHitRatio(t *testing.T) {
 	c := newTestCollector(CacheHitRatio())
-	for _, outcome := range []s3api.CacheOutcome{s3api.CacheHit, s3api.CacheMiss, s3api.CacheHit, s3api.CacheHit, ""} {
+	for _, outcome := range []obs.CacheOutcome{obs.CacheHit, obs.CacheMiss, obs.CacheHit, obs.CacheHit, ""} {
 		o := req("GetObject", "t1", "b1", "k")
 		o.Status, o.Cache = 200, outcome
 		serve(t, c, o, nil)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/bus"
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/obs"
 )
 
 // CollectorConfig assembles a Collector.
@@ -35,7 +35,7 @@ type CollectorConfig struct {
 }
 
 // Collector runs metric modules on every S3 request (it is an
-// s3api.Observer), keeps per-target cells in memory and, every period,
+// obs.Observer), keeps per-target cells in memory and, every period,
 // publishes one NodeSample per metric. The request path costs a few map
 // lookups and atomic adds; nothing blocks on the bus.
 type Collector struct {
@@ -163,7 +163,7 @@ func NewCollector(cfg CollectorConfig) *Collector {
 	return c
 }
 
-var _ s3api.Observer = (*Collector)(nil)
+var _ obs.Observer = (*Collector)(nil)
 
 // reqTargets are the targets one request counts in.
 type reqTargets struct {
@@ -181,7 +181,7 @@ func (rt *reqTargets) cells(i int) Cells {
 
 // keys fills ks with the targets o counts in and returns how many: none
 // for a request of no tenant.
-func (c *Collector) keys(o *s3api.Observation, ks *[3]tkey) (n int) {
+func (c *Collector) keys(o *obs.Observation, ks *[3]tkey) (n int) {
 	if o.Tenant == "" {
 		return 0
 	}
@@ -198,10 +198,10 @@ func (c *Collector) keys(o *s3api.Observation, ks *[3]tkey) (n int) {
 	return n
 }
 
-// Started implements s3api.Observer. The targets it pins travel with the
+// Started implements obs.Observer. The targets it pins travel with the
 // request in o.Carry, so that its end counts in the same ones even if a
 // watch began or lapsed meanwhile.
-func (c *Collector) Started(o *s3api.Observation) {
+func (c *Collector) Started(o *obs.Observation) {
 	var ks [3]tkey
 	n := c.keys(o, &ks)
 	if n == 0 {
@@ -217,8 +217,8 @@ func (c *Collector) Started(o *s3api.Observation) {
 	}
 }
 
-// Body implements s3api.Observer.
-func (c *Collector) Body(o *s3api.Observation, r io.Reader) io.Reader {
+// Body implements obs.Observer.
+func (c *Collector) Body(o *obs.Observation, r io.Reader) io.Reader {
 	rt, _ := o.Carry.(*reqTargets)
 	if len(c.payloads) == 0 || rt == nil {
 		return r
@@ -235,8 +235,8 @@ func (c *Collector) Body(o *s3api.Observation, r io.Reader) io.Reader {
 	return &watchingReader{r: r, w: ws}
 }
 
-// Done implements s3api.Observer.
-func (c *Collector) Done(o *s3api.Observation) {
+// Done implements obs.Observer.
+func (c *Collector) Done(o *obs.Observation) {
 	rt, _ := o.Carry.(*reqTargets)
 	if rt == nil {
 		return // Started was not called, or counted nothing

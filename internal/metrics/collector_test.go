@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/obs"
 )
 
 // Each period publishes exactly one message per metric, whatever the
@@ -207,7 +207,7 @@ func TestCollectorConcurrentNoLoss(t *testing.T) {
 // A request refused before routing (no tenant) counts nowhere.
 func TestCollectorIgnoresUnrouted(t *testing.T) {
 	c := newTestCollector(Ops())
-	o := &s3api.Observation{Op: "GetObject", Status: 403}
+	o := &obs.Observation{Op: "GetObject", Status: 403}
 	c.Started(o)
 	c.Done(o)
 	if v := flush(c, at(1))["ops"].Values; len(v) != 0 || c.Stats().Targets != 0 {

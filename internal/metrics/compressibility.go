@@ -7,8 +7,8 @@ import (
 
 	"github.com/klauspost/compress/s2"
 
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/policy"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // Compressibility is compressibility: how much write payloads shrink,
@@ -77,7 +77,7 @@ func (c *compCell) claim() bool {
 
 func (*compressibility) NewCell() Cell { return new(compCell) }
 
-func (m *compressibility) Payload(o *s3api.Observation, cs Cells) ChunkWatcher {
+func (m *compressibility) Payload(o *obs.Observation, cs Cells) ChunkWatcher {
 	if !isPut(o.Op) || cs.n == 0 {
 		return nil
 	}

@@ -1,8 +1,8 @@
 package metrics
 
 import (
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/policy"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // ErrorRatio is error_ratio: the fraction of requests the server failed
@@ -17,7 +17,7 @@ func (errorRatio) Info() Info {
 
 func (errorRatio) NewCell() Cell { return new(Ratio) }
 
-func (errorRatio) Finish(o *s3api.Observation, cs Cells) {
+func (errorRatio) Finish(o *obs.Observation, cs Cells) {
 	var n int64
 	if failed(o) {
 		n = 1

@@ -1,8 +1,8 @@
 package metrics
 
 import (
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/policy"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // Errors is errors: requests the server failed (status 5xx, throttling
@@ -18,7 +18,7 @@ func (errorRate) Info() Info {
 
 func (errorRate) NewCell() Cell { return new(Counter) }
 
-func (errorRate) Finish(o *s3api.Observation, cs Cells) {
+func (errorRate) Finish(o *obs.Observation, cs Cells) {
 	if failed(o) {
 		for i := range cs.n {
 			cs.c[i].(*Counter).Add(1)
@@ -26,4 +26,4 @@ func (errorRate) Finish(o *s3api.Observation, cs Cells) {
 	}
 }
 
-func failed(o *s3api.Observation) bool { return o.Status >= 500 }
+func failed(o *obs.Observation) bool { return o.Status >= 500 }

@@ -1,13 +1,13 @@
 package metrics
 
 import (
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/obs"
 	"testing"
 	"time"
 )
 
 // latReq is a request that took d.
-func latReq(op string, d time.Duration) *s3api.Observation {
+func latReq(op string, d time.Duration) *obs.Observation {
 	o := req(op, "t1", "b1", "k")
 	o.Duration = d
 	return o

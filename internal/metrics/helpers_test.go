@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/bus"
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/obs"
 )
 
 // t0 is a period boundary; tests flush at t0+k seconds.
@@ -24,13 +24,13 @@ func newTestCollector(mods ...Module) *Collector {
 }
 
 // req is a routed request's observation.
-func req(op, tenant, bucket, key string) *s3api.Observation {
-	return &s3api.Observation{Op: op, Tenant: tenant, Bucket: bucket, Key: key, Start: time.Now(), Status: 200}
+func req(op, tenant, bucket, key string) *obs.Observation {
+	return &obs.Observation{Op: op, Tenant: tenant, Bucket: bucket, Key: key, Start: time.Now(), Status: 200}
 }
 
 // serve runs o through c as s3api does: Started, the payload (if any)
 // read through Body, Done.
-func serve(t testing.TB, c *Collector, o *s3api.Observation, payload []byte) {
+func serve(t testing.TB, c *Collector, o *obs.Observation, payload []byte) {
 	t.Helper()
 	o.Routed = true
 	c.Started(o)

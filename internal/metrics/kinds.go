@@ -1,8 +1,8 @@
 package metrics
 
 import (
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/policy"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // Shapes most modules share: a rate of matching requests, a rate of their
@@ -20,7 +20,7 @@ func (m opRate) Info() Info {
 }
 func (opRate) NewCell() Cell { return new(Counter) }
 
-func (m opRate) Start(o *s3api.Observation, cs Cells) {
+func (m opRate) Start(o *obs.Observation, cs Cells) {
 	if m.match(o.Op) {
 		for i := range cs.n {
 			cs.c[i].(*Counter).Add(1)
@@ -32,7 +32,7 @@ func (m opRate) Start(o *s3api.Observation, cs Cells) {
 // second.
 type byteRate struct {
 	name, doc string
-	bytes     func(o *s3api.Observation) int64
+	bytes     func(o *obs.Observation) int64
 }
 
 func (m byteRate) Info() Info {
@@ -40,7 +40,7 @@ func (m byteRate) Info() Info {
 }
 func (byteRate) NewCell() Cell { return new(Counter) }
 
-func (m byteRate) Finish(o *s3api.Observation, cs Cells) {
+func (m byteRate) Finish(o *obs.Observation, cs Cells) {
 	if n := m.bytes(o); n > 0 {
 		for i := range cs.n {
 			cs.c[i].(*Counter).Add(n)
@@ -59,7 +59,7 @@ func (m meanLatency) Info() Info {
 }
 func (meanLatency) NewCell() Cell { return &Mean{Scale: 1e-9} }
 
-func (m meanLatency) Finish(o *s3api.Observation, cs Cells) {
+func (m meanLatency) Finish(o *obs.Observation, cs Cells) {
 	if m.match(o.Op) {
 		for i := range cs.n {
 			cs.c[i].(*Mean).Observe(int64(o.Duration))

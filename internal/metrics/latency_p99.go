@@ -1,8 +1,8 @@
 package metrics
 
 import (
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/policy"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // LatencyP99 is latency_p99: the 99th percentile of request durations over
@@ -19,7 +19,7 @@ func (latencyP99) Info() Info {
 
 func (latencyP99) NewCell() Cell { return &Quantile{Q: 0.99, Scale: 1e-9} }
 
-func (latencyP99) Finish(o *s3api.Observation, cs Cells) {
+func (latencyP99) Finish(o *obs.Observation, cs Cells) {
 	for i := range cs.n {
 		cs.c[i].(*Quantile).Observe(int64(o.Duration))
 	}

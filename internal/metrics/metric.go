@@ -22,8 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/policy"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // Merge says how the aggregator combines the nodes' values of a target.
@@ -93,20 +93,20 @@ func (cs Cells) At(i int) Cell { return cs.c[i] }
 // Starter is a module that looks at requests when they start (once
 // authenticated and routed).
 type Starter interface {
-	Start(o *s3api.Observation, cells Cells)
+	Start(o *obs.Observation, cells Cells)
 }
 
 // Finisher is a module that looks at requests when they end. Finish is
 // called for every request Start was called for, with the same cells.
 type Finisher interface {
-	Finish(o *s3api.Observation, cells Cells)
+	Finish(o *obs.Observation, cells Cells)
 }
 
 // PayloadWatcher is a module that looks at the bytes of write payloads (a
 // PUT's body, before filters). It returns nil when it does not want this
 // payload.
 type PayloadWatcher interface {
-	Payload(o *s3api.Observation, cells Cells) ChunkWatcher
+	Payload(o *obs.Observation, cells Cells) ChunkWatcher
 }
 
 // ChunkWatcher sees a payload's bytes as the request reads them. Chunk

@@ -13,6 +13,7 @@ import (
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/filter/builtin"
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/storage/fs"
 )
@@ -111,7 +112,7 @@ func BenchmarkObserve(b *testing.B) {
 	e := New(Config{})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		o := &s3api.Observation{Routed: true, Op: "GetObject", Tenant: "t1", Bucket: "bench", Status: 200, BytesOut: 4096, Duration: time.Millisecond}
+		o := &obs.Observation{Routed: true, Op: "GetObject", Tenant: "t1", Bucket: "bench", Status: 200, BytesOut: 4096, Duration: time.Millisecond}
 		for pb.Next() {
 			e.Started(o)
 			e.Done(o)

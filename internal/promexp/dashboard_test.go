@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/filter"
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/obs"
 )
 
 const dashboardPath = "../../deploy/grafana/facet.json"
@@ -45,7 +45,7 @@ type dashboard struct {
 // exposes once each has a series.
 func exportedFamilies(t *testing.T) map[string]bool {
 	e := New(Config{Policies: version(1)})
-	o := &s3api.Observation{Routed: true, Op: "PutObject", Tenant: "t", Status: 200, BytesIn: 1, BytesOut: 1, Duration: time.Millisecond}
+	o := &obs.Observation{Routed: true, Op: "PutObject", Tenant: "t", Status: 200, BytesIn: 1, BytesOut: 1, Duration: time.Millisecond}
 	e.Started(o)
 	e.Done(o)
 	e.Step("noop", filter.StageGateway, filter.MethodPut).Add(time.Millisecond, 1)

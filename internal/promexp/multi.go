@@ -3,13 +3,13 @@ package promexp
 import (
 	"io"
 
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/obs"
 )
 
 // Multi tells every observer about every request, in order: Prometheus
 // and the workload metrics watch the same requests. Nil observers are
 // skipped; Body chains each observer's wrapper over the previous one's.
-func Multi(observers ...s3api.Observer) s3api.Observer {
+func Multi(observers ...obs.Observer) obs.Observer {
 	var m multi
 	for _, o := range observers {
 		switch o := o.(type) {
@@ -26,22 +26,22 @@ func Multi(observers ...s3api.Observer) s3api.Observer {
 	return m
 }
 
-type multi []s3api.Observer
+type multi []obs.Observer
 
-func (m multi) Started(o *s3api.Observation) {
+func (m multi) Started(o *obs.Observation) {
 	for _, ob := range m {
 		ob.Started(o)
 	}
 }
 
-func (m multi) Body(o *s3api.Observation, r io.Reader) io.Reader {
+func (m multi) Body(o *obs.Observation, r io.Reader) io.Reader {
 	for _, ob := range m {
 		r = ob.Body(o, r)
 	}
 	return r
 }
 
-func (m multi) Done(o *s3api.Observation) {
+func (m multi) Done(o *obs.Observation) {
 	for _, ob := range m {
 		ob.Done(o)
 	}

@@ -1,5 +1,5 @@
 // Package promexp owns Facet's Prometheus exposition: the metric families
-// served on the admin listener's /metrics, the s3api.Observer and
+// served on the admin listener's /metrics, the obs.Observer and
 // dataplane.StepObserver that feed them from the request path, and the
 // hooks other parts of the gateway call (throttling, controller restarts).
 //
@@ -29,7 +29,7 @@ import (
 
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/obs"
 )
 
 // VersionSource reports the version of the policy table the data path
@@ -158,22 +158,22 @@ func (e *Exporter) Handler() http.Handler { return e.handler }
 func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 
 var (
-	_ s3api.Observer         = (*Exporter)(nil)
+	_ obs.Observer           = (*Exporter)(nil)
 	_ dataplane.StepObserver = (*Exporter)(nil)
 )
 
 // Started counts the request as active and makes sure its tenant's series
 // exist, at 0 when nothing happened yet (throttling included).
-func (e *Exporter) Started(o *s3api.Observation) {
+func (e *Exporter) Started(o *obs.Observation) {
 	e.tenant(o.Tenant)
 	e.active.Inc()
 }
 
 // Body leaves the payload alone: s3api counts its bytes already.
-func (e *Exporter) Body(_ *s3api.Observation, r io.Reader) io.Reader { return r }
+func (e *Exporter) Body(_ *obs.Observation, r io.Reader) io.Reader { return r }
 
 // Done counts the finished request.
-func (e *Exporter) Done(o *s3api.Observation) {
+func (e *Exporter) Done(o *obs.Observation) {
 	// Done also comes for requests refused before Started; only routed
 	// ones were counted as active.
 	if o.Routed {

@@ -21,8 +21,10 @@ import (
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/filter/builtin"
+	"github.com/facet-sds/facet/internal/obs"
+	"github.com/facet-sds/facet/internal/ownership"
 	"github.com/facet-sds/facet/internal/s3api"
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/storage/fs"
 )
 
@@ -62,9 +64,9 @@ func (m *memBuckets) ClaimBucket(_ context.Context, tenant, bucket string) error
 		m.owner[bucket] = tenant
 		return nil
 	case tenant:
-		return s3api.ErrBucketOwnedByYou
+		return s3err.ErrBucketOwnedByYou
 	}
-	return s3api.ErrBucketOwnedByOther
+	return s3err.ErrBucketOwnedByOther
 }
 
 func (m *memBuckets) ReleaseBucket(_ context.Context, _, bucket string) error {
@@ -80,10 +82,10 @@ func (m *memBuckets) BucketOwner(_ context.Context, bucket string) (string, time
 	if t := m.owner[bucket]; t != "" {
 		return t, time.Unix(0, 0), nil
 	}
-	return "", time.Time{}, s3api.ErrNoSuchBucket
+	return "", time.Time{}, s3err.ErrNoSuchBucket
 }
 
-func (m *memBuckets) ListBuckets(context.Context, string) ([]s3api.BucketEntry, error) {
+func (m *memBuckets) ListBuckets(context.Context, string) ([]ownership.Bucket, error) {
 	return nil, nil
 }
 
@@ -114,7 +116,7 @@ type gateway struct {
 	store *fs.Store
 }
 
-func newGateway(t *testing.T, cfg Config, extra s3api.Observer) *gateway {
+func newGateway(t *testing.T, cfg Config, extra obs.Observer) *gateway {
 	t.Helper()
 	st, err := fs.Open(t.Context(), t.TempDir(), fs.Options{NoSync: true})
 	if err != nil {
@@ -228,14 +230,14 @@ type gate struct {
 	started chan struct{}
 }
 
-func (g *gate) Started(*s3api.Observation) {
+func (g *gate) Started(*obs.Observation) {
 	select {
 	case g.started <- struct{}{}:
 	default:
 	}
 }
-func (g *gate) Body(_ *s3api.Observation, r io.Reader) io.Reader { return r }
-func (g *gate) Done(*s3api.Observation)                          {}
+func (g *gate) Body(_ *obs.Observation, r io.Reader) io.Reader { return r }
+func (g *gate) Done(*obs.Observation)                          {}
 
 func TestScrapeAfterRequests(t *testing.T) {
 	obs := &gate{started: make(chan struct{}, 1)}
@@ -396,13 +398,13 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 // Multi drops nils, flattens, and chains Body wrappers in order.
 func TestMulti(t *testing.T) {
 	var calls []string
-	rec := func(name string) s3api.Observer { return &recorder{name: name, calls: &calls} }
+	rec := func(name string) obs.Observer { return &recorder{name: name, calls: &calls} }
 	a, b := rec("a"), rec("b")
 	if Multi(nil, a, nil) != a {
 		t.Fatal("one observer is not returned as is")
 	}
 	m := Multi(Multi(a, nil), b)
-	o := &s3api.Observation{}
+	o := &obs.Observation{}
 	m.Started(o)
 	r := m.Body(o, strings.NewReader("x"))
 	m.Done(o)
@@ -417,9 +419,9 @@ type recorder struct {
 	calls *[]string
 }
 
-func (r *recorder) Started(*s3api.Observation) { *r.calls = append(*r.calls, r.name+".started") }
-func (r *recorder) Done(*s3api.Observation)    { *r.calls = append(*r.calls, r.name+".done") }
-func (r *recorder) Body(_ *s3api.Observation, in io.Reader) io.Reader {
+func (r *recorder) Started(*obs.Observation) { *r.calls = append(*r.calls, r.name+".started") }
+func (r *recorder) Done(*obs.Observation)    { *r.calls = append(*r.calls, r.name+".done") }
+func (r *recorder) Body(_ *obs.Observation, in io.Reader) io.Reader {
 	*r.calls = append(*r.calls, r.name+".body")
 	return io.MultiReader(in, strings.NewReader("<"+r.name+">"))
 }

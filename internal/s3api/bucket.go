@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/storage"
 )
 
@@ -53,9 +53,9 @@ func (s *Server) createBucket(w http.ResponseWriter, req *request) error {
 	}
 	claimErr := s.buckets.ClaimBucket(ctx, req.tenant, bucket)
 	switch {
-	case errors.Is(claimErr, ErrBucketOwnedByOther):
+	case errors.Is(claimErr, s3err.ErrBucketOwnedByOther):
 		return &s3err.Error{Code: s3err.BucketAlreadyExists, Bucket: bucket}
-	case errors.Is(claimErr, ErrBucketOwnedByYou):
+	case errors.Is(claimErr, s3err.ErrBucketOwnedByYou):
 		// A crash between claim and backend creation leaves a claim with
 		// no bucket behind it; finish the job instead of reporting success
 		// for a bucket that does not exist.
@@ -84,7 +84,7 @@ func (s *Server) deleteBucket(w http.ResponseWriter, req *request) error {
 	if err := s.backend.DeleteBucket(ctx, bucket); err != nil && !errors.Is(err, storage.ErrBucketNotFound) {
 		return storageErr(err, bucket, "")
 	}
-	if err := s.buckets.ReleaseBucket(ctx, req.tenant, bucket); err != nil && !errors.Is(err, ErrNoSuchBucket) {
+	if err := s.buckets.ReleaseBucket(ctx, req.tenant, bucket); err != nil && !errors.Is(err, s3err.ErrNoSuchBucket) {
 		return s3err.Wrap(s3err.InternalError, err)
 	}
 	w.WriteHeader(http.StatusNoContent)

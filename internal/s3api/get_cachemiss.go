@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/storage"
 )
 
@@ -39,8 +40,8 @@ func (s *Server) admitOnRead(w http.ResponseWriter, req *request, info storage.O
 	if !ok {
 		return nil
 	}
-	req.obs.Cache = CacheMiss
-	w.Header().Set("X-Facet-Cache", string(CacheMiss))
+	req.obs.Cache = obs.CacheMiss
+	w.Header().Set("X-Facet-Cache", string(obs.CacheMiss))
 	if !set.AdmitGet {
 		return nil
 	}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/storage"
 )
 

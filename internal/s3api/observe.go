@@ -2,69 +2,20 @@ package s3api
 
 import (
 	"io"
-	"time"
+
+	"github.com/facet-sds/facet/internal/obs"
 )
-
-// Observation describes one S3 request to observers: workload metrics and
-// Prometheus counters. It is filled in as the request progresses.
-type Observation struct {
-	Op     string
-	Method string
-	Tenant string
-	Bucket string
-	Key    string
-	Start  time.Time
-	// Routed is set once Started has been called (the request was
-	// authenticated and routed); Done is told about unrouted requests too.
-	Routed bool
-	// Carry is the observer's own: what it sets in Started it finds in
-	// Body and Done (workload metrics keep the request's targets there).
-	Carry any
-	// Set when the request ends.
-	Status   int
-	ErrCode  string
-	BytesIn  int64 // client payload bytes received (before filters)
-	BytesOut int64 // response bytes sent
-	Duration time.Duration
-	// Cache is CacheHit or CacheMiss for a GET under a caching policy,
-	// "" otherwise.
-	Cache CacheOutcome
-}
-
-// CacheOutcome says whether a GET was served from the object cache.
-type CacheOutcome string
-
-// The outcomes of a GET under a caching policy.
-const (
-	CacheHit  CacheOutcome = "hit"
-	CacheMiss CacheOutcome = "miss"
-)
-
-// Observer is told about every request. Implementations run on the
-// request path: they must be cheap and must not block (aggregate in
-// memory, publish elsewhere).
-type Observer interface {
-	// Started is called once the request is authenticated and routed.
-	Started(o *Observation)
-	// Body may wrap the client's payload of a write (before filters) to
-	// look at its bytes, e.g. to sample compressibility. It returns r when
-	// it does not need to.
-	Body(o *Observation, r io.Reader) io.Reader
-	// Done is called when the response is finished, for every request,
-	// including refused ones (Tenant is then empty).
-	Done(o *Observation)
-}
 
 type noObserver struct{}
 
-func (noObserver) Started(*Observation)                       {}
-func (noObserver) Body(_ *Observation, r io.Reader) io.Reader { return r }
-func (noObserver) Done(*Observation)                          {}
+func (noObserver) Started(*obs.Observation)                       {}
+func (noObserver) Body(_ *obs.Observation, r io.Reader) io.Reader { return r }
+func (noObserver) Done(*obs.Observation)                          {}
 
 // countingBody counts payload bytes into the observation.
 type countingBody struct {
 	r io.Reader
-	o *Observation
+	o *obs.Observation
 }
 
 func (c *countingBody) Read(p []byte) (int, error) {

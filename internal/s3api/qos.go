@@ -1,7 +1,6 @@
 package s3api
 
 import (
-	"context"
 	"errors"
 	"io"
 	"math"
@@ -9,25 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 )
-
-// QoS admits requests and shapes their bytes (internal/qos's Limiter,
-// adapted by the server). Admit is called once a request is authenticated
-// and routed; an error with a RetryAfter() time.Duration method refuses it
-// with 503 SlowDown and that Retry-After.
-type QoS interface {
-	Admit(ctx context.Context, tenant, method string) (Shaper, error)
-}
-
-// Shaper paces one admitted request's bytes: the client's payload as it is
-// read and the response as it is written. Done is called when the request
-// ends.
-type Shaper interface {
-	Reader(r io.Reader) io.Reader
-	Writer(w io.Writer) io.Writer
-	Done()
-}
 
 // admit runs QoS admission and installs the request's shaping.
 func (s *Server) admit(w http.ResponseWriter, req *request) error {

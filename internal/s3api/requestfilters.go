@@ -9,7 +9,8 @@ import (
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/filter/cache"
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/obs"
+	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/storage"
 )
 
@@ -107,10 +108,10 @@ func (s *Server) openCached(ctx context.Context, req *request, info storage.Obje
 		off, n = rng.Start, rng.Length
 	}
 	if rc, hit := s.cache.Open(info.Bucket, info.Key, versionOf(info), off, n); hit {
-		req.obs.Cache = CacheHit
+		req.obs.Cache = obs.CacheHit
 		return rc, nil
 	}
-	req.obs.Cache = CacheMiss
+	req.obs.Cache = obs.CacheMiss
 	rc, err := s.openLogical(ctx, req, info, rng)
 	if err != nil || rng != nil || !set.AdmitGet {
 		return rc, err

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/facet-sds/facet/internal/filter"
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/s3select"
 )
 

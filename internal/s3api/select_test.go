@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/s3select"
 )
 

@@ -16,8 +16,10 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/dataplane"
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/obs"
+	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/storage"
 )
 
@@ -57,9 +59,9 @@ type Config struct {
 	// Decoders undo the filters recorded in objects' metadata.
 	Decoders dataplane.Decoders
 	// Observer is told about every request; nil observes nothing.
-	Observer Observer
+	Observer obs.Observer
 	// QoS admits requests and shapes their bytes (qos.go); nil admits all.
-	QoS QoS
+	QoS admit.QoS
 	// RequestFilters resolves caching, tagging, metadata-guard and
 	// recycle-bin filters (requestfilters.go); nil runs none.
 	RequestFilters RequestFilters
@@ -85,8 +87,8 @@ type Server struct {
 
 	pipelines Pipelines
 	decoders  dataplane.Decoders
-	observer  Observer
-	qos       QoS
+	observer  obs.Observer
+	qos       admit.QoS
 
 	reqFilters RequestFilters
 	cache      ObjectCache
@@ -128,7 +130,7 @@ type request struct {
 	body      RequestBody
 	op        operation
 	cleanups  []func()
-	obs       Observation
+	obs       obs.Observation
 	// putHooks are a PutObject's request filters (requestfilters.go).
 	putHooks *putHooks
 }
@@ -194,7 +196,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	w := &statusWriter{ResponseWriter: rw}
 	req := &request{Request: r, id: newRequestID()}
-	req.obs = Observation{Method: r.Method, Start: start}
+	req.obs = obs.Observation{Method: r.Method, Start: start}
 	w.Header().Set("x-amz-request-id", req.id)
 	w.Header().Set("x-amz-id-2", req.id)
 	w.Header().Set("Server", "Facet")
@@ -335,7 +337,7 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 func (s *Server) authorizeBucket(ctx context.Context, tenant, bucket string) error {
 	owner, _, err := s.buckets.BucketOwner(ctx, bucket)
 	if err != nil {
-		if errors.Is(err, ErrNoSuchBucket) {
+		if errors.Is(err, s3err.ErrNoSuchBucket) {
 			return &s3err.Error{Code: s3err.NoSuchBucket, Bucket: bucket}
 		}
 		return s3err.Wrap(s3err.InternalError, err)

@@ -3,7 +3,7 @@ package s3api
 import (
 	"testing"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 func TestParseOpenRange(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 const s3NS = "http://s3.amazonaws.com/doc/2006-03-01/"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 func asStatus(err error) int {

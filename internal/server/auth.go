@@ -8,6 +8,7 @@ import (
 
 	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/s3api/sigv4"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 // sigv4Auth adapts the SigV4 verifier to the S3 front end's Authenticator.
@@ -17,7 +18,7 @@ func newAuthenticator(creds s3api.Credentials) s3api.Authenticator {
 	return &sigv4Auth{v: &sigv4.Verifier{
 		Lookup: func(ctx context.Context, accessKey string) (string, string, error) {
 			tenant, secret, err := creds.LookupAccessKey(ctx, accessKey)
-			if errors.Is(err, s3api.ErrUnknownAccessKey) {
+			if errors.Is(err, s3err.ErrUnknownAccessKey) {
 				return "", "", fmt.Errorf("%w: %w", sigv4.ErrUnknownAccessKey, err)
 			}
 			return tenant, secret, err

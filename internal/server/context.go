@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/controller"
 	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/meta"
-	"github.com/facet-sds/facet/internal/s3api"
 )
 
 // ContextOptions configure request classes (internal/flowctx): which
@@ -47,7 +47,7 @@ var _ admin.ContextService = (*contextRuntime)(nil)
 
 // limits are the classes' SLOs (API class records over CONTEXT policies,
 // control.SLOCache.ClassLimits).
-func startContext(ctx context.Context, opts ContextOptions, store *meta.Store, limits flowctx.LimitSource, next s3api.QoS, logger *slog.Logger) (*contextRuntime, error) {
+func startContext(ctx context.Context, opts ContextOptions, store *meta.Store, limits flowctx.LimitSource, next admit.QoS, logger *slog.Logger) (*contextRuntime, error) {
 	if opts.Controller == "" {
 		opts.Controller = flowctx.ControllerLimits
 	}

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/control"
 	"github.com/facet-sds/facet/internal/controller"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/qos"
-	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/storage"
 )
 
@@ -132,7 +132,7 @@ func (b backgroundQoS) AdmitBackground(ctx context.Context, tenant string) (stor
 }
 
 // s3 is the S3 front end's view of the limiter.
-func (q *qosRuntime) s3() s3api.QoS { return control.Admission{Limiter: q.limiter, SLOs: q.slos} }
+func (q *qosRuntime) s3() admit.QoS { return control.Admission{Limiter: q.limiter, SLOs: q.slos} }
 
 // bandwidthController returns a function that adds the global bandwidth
 // controller, fed by fleet, to a supervisor.

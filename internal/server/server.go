@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/control"
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
@@ -190,7 +191,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("request classes: %w", err)
 	}
 	needs.e.Store(cr.enforcer)
-	var front s3api.QoS = cr.enforcer
+	var front admit.QoS = cr.enforcer
 	if opts.QoS.Off {
 		// QoS off is no shaping stage at all: GETs keep sendfile.
 		front = nil

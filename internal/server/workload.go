@@ -16,7 +16,7 @@ import (
 	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/control"
 	"github.com/facet-sds/facet/internal/metrics"
-	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/obs"
 )
 
 // workload is a gateway's bus and workload metrics: the NATS bus (embedded
@@ -102,7 +102,7 @@ func defaultNode() string {
 
 // observer is what the S3 front end tells about requests; nil when
 // workload metrics are off.
-func (w *workload) observer() s3api.Observer {
+func (w *workload) observer() obs.Observer {
 	if w.collector == nil {
 		return nil
 	}

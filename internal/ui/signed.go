@@ -7,9 +7,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/facet-sds/facet/internal/s3api"
-	"github.com/facet-sds/facet/internal/s3api/s3err"
 	"github.com/facet-sds/facet/internal/s3api/sigv4"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 // Tenants call the control API themselves, without the dashboard, by
@@ -34,7 +33,7 @@ func signedRequest(r *http.Request) bool {
 func newVerifier(store Store) *sigv4.Verifier {
 	return &sigv4.Verifier{Lookup: func(ctx context.Context, accessKey string) (string, string, error) {
 		tenant, secret, err := store.LookupAccessKey(ctx, accessKey)
-		if errors.Is(err, s3api.ErrUnknownAccessKey) {
+		if errors.Is(err, s3err.ErrUnknownAccessKey) {
 			return "", "", fmt.Errorf("%w: %w", sigv4.ErrUnknownAccessKey, err)
 		}
 		return tenant, secret, err

@@ -41,7 +41,7 @@ import (
 
 	"github.com/minio/crc64nvme"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 // Algorithm is an S3 additional checksum algorithm, named in upper case as

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 // Body is a request payload being decoded and verified as it is read. Its

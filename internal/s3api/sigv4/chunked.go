@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 // The aws-chunked encoding (Content-Encoding: aws-chunked):

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 // The example of the AWS documentation "Signature Calculations for the

@@ -21,8 +21,8 @@ import (
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/facet-sds/facet/internal/s3api/checksum"
-	"github.com/facet-sds/facet/internal/s3api/s3err"
 	"github.com/facet-sds/facet/internal/s3api/sigv4"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 const (

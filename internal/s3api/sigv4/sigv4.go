@@ -50,7 +50,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/facet-sds/facet/internal/s3api/s3err"
+	"github.com/facet-sds/facet/internal/s3err"
 )
 
 // ErrUnknownAccessKey is what Verifier.Lookup returns (wrapped or not) for an

@@ -1,6 +1,9 @@
 // Package s3err owns S3's error vocabulary: the codes, their HTTP statuses,
-// and the one function that renders them as S3's XML error document.
-// Handlers return *Error values; they never write error XML themselves.
+// the one function that renders them as S3's XML error document, and the
+// sentinel errors the metadata store returns for access keys and bucket
+// ownership (so the store and the S3 front end share them without either
+// importing the other). Handlers return *Error values; they never write
+// error XML themselves. It is a leaf: it imports only the standard library.
 package s3err
 
 import (
@@ -8,6 +11,19 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+)
+
+// Sentinel errors of the metadata store's answers, matched with errors.Is by
+// the S3 front end (which turns them into codes) and by caches in front of
+// the store.
+var (
+	// ErrUnknownAccessKey is returned by an access-key lookup for a key
+	// that does not exist or was revoked.
+	ErrUnknownAccessKey = errors.New("unknown access key")
+	// Bucket ownership: a claim, release or lookup of a bucket.
+	ErrBucketOwnedByOther = errors.New("bucket owned by another tenant")
+	ErrBucketOwnedByYou   = errors.New("bucket already owned by you")
+	ErrNoSuchBucket       = errors.New("no such bucket")
 )
 
 // Code is an S3 error code with its HTTP status and default message.

@@ -1,0 +1,29 @@
+// Package admit owns the contract between the S3 front end and the stages
+// that admit its requests and pace their bytes: QoS (admission, once a
+// request is authenticated and routed) and Shaper (pacing one admitted
+// request). The front end calls it; the QoS stages (internal/qos's Limiter
+// behind internal/flowctx's Enforcer) implement it. It is a leaf (standard
+// library only) so those stages need not import the front end.
+package admit
+
+import (
+	"context"
+	"io"
+)
+
+// QoS admits requests and shapes their bytes (internal/qos's Limiter,
+// adapted by the server). Admit is called once a request is authenticated
+// and routed; an error with a RetryAfter() time.Duration method refuses it
+// with 503 SlowDown and that Retry-After.
+type QoS interface {
+	Admit(ctx context.Context, tenant, method string) (Shaper, error)
+}
+
+// Shaper paces one admitted request's bytes: the client's payload as it is
+// read and the response as it is written. Done is called when the request
+// ends.
+type Shaper interface {
+	Reader(r io.Reader) io.Reader
+	Writer(w io.Writer) io.Writer
+	Done()
+}
