@@ -72,7 +72,8 @@ e2e-py: build wasm-examples $(VENV)/.installed
 	FACET_BIN=$(abspath $(BIN)) $(VENV)/bin/python -m pytest -p no:cacheprovider -q -rfEs test/e2e/py
 
 # Each benchmark compares Facet with what it replaces, in the same run;
-# the figures go to docs/benchmarks.md.
+# the figures go to docs/benchmarks/ (one page per subject, indexed by
+# docs/benchmarks.md).
 bench: build
 	./$(BIN) bench spine
 	./$(BIN) bench pipeline

@@ -130,7 +130,7 @@ func (b *backing) writeAt(ctx context.Context, p []byte, off int64) error {
 // at most 256 KiB at a time keeps the folios small enough: 4 KiB random
 // writes after a 1 MiB fill went from ~0.9x to 2.0-2.7x nbdkit (which
 // writes 1 MiB at once), and 1 MiB writes lost nothing (1.17x; 64 KiB
-// pieces cost them 6-15%). docs/benchmarks.md has the runs.
+// pieces cost them 6-15%). docs/benchmarks/nbd.md and its archive have the runs.
 const writeMax = 256 << 10
 
 // writePieces writes p at off in pieces of at most writeMax.

@@ -17,7 +17,7 @@ import (
 // lets the volume catch up: with 100 ms, 64 takers at 7000/s measured
 // 5368/s (-23%) and fio at iodepth 64 4705 IO/s (-33%) at load 9 on 2
 // cores, with stalls of up to 110 ms between two takes; with 1 s, 7000/s
-// (facet bench nbd, throttle runs; docs/benchmarks.md). The price is that
+// (facet bench nbd, throttle runs; docs/benchmarks/nbd.md and its archive). The price is that
 // a volume idle for a second may then take up to twice its rate for a
 // second; the pool's fair-share queue still gives every other volume its
 // reservation. A volume starts with an empty bucket (set from unlimited),

@@ -12,7 +12,7 @@ import (
 // such queue, and with BBR (a common system default, and this machine's)
 // the pacing timers cost the sending thread and capped it at BBR's own
 // estimate: 1 MiB reads measured 3.1 GB/s with BBR and 4.4 GB/s with
-// cubic, where nbdkit on BBR gave 4.0 (docs/benchmarks.md). Remote
+// cubic, where nbdkit on BBR gave 4.0 (docs/benchmarks/nbd.md). Remote
 // clients keep the system's choice: there the path is real.
 func (s *Server) setCongestion(nc net.Conn) {
 	tc, ok := nc.(*net.TCPConn)

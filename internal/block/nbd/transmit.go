@@ -169,7 +169,7 @@ func (c *conn) transmit(ctx context.Context, dev Device, info ExportInfo) error 
 			// socket is the bottleneck anyway (replies go out one at a
 			// time), and a stream of them is served one after the
 			// other as nbdkit's threads do: 1 MiB reads 3.6 -> 4.4 GB/s
-			// (medians, both on setCongestion's cubic; docs/benchmarks.md).
+			// (medians, both on setCongestion's cubic; docs/benchmarks/nbd.md).
 			c.serve(ctx, dev, r, payload, replyTo)
 			continue
 		}
