@@ -80,27 +80,27 @@ bench: build
 	./$(BIN) bench range
 	# Workload metrics: 4 KiB PUT/GET with them on vs off, bus traffic vs Crystal's model.
 	./$(BIN) bench metrics
-	$(GO) test -run='^$$' -bench='Compression|Decompression|Encryption|Noop' -benchtime=2s -cpu=1 ./internal/filter/
+	$(GO) test -run='^$$' -bench='Compression|Decompression|Encryption|Noop' -benchtime=2s -cpu=1 ./internal/filter/native/
 	# Sandboxed filters: 1 MiB PUT/GET with no filter, native noop, 1/2/4 WASM noops (Go) and the Rust one; instance start; WASM xor vs native Go.
 	GO=$(GO) ./scripts/wasm-examples.sh
 	./$(BIN) bench wasm --modules bin/wasm
 	# Prometheus exporter: 4 KiB PUT/GET with and without it, its cost per request, filter timing.
 	$(GO) test -run='^$$' -bench=. -benchtime=2s -cpu=1 ./internal/promexp/
-	# seeds/003 Fig. 1-4: 2..32 concurrent 256 MiB GET streams from the disk, one thread per stream vs round-robin pool (Jain's index); classification cost.
+	# BSC's Swift I/O paper (IEEE SC2 2017), Fig. 1-4: 2..32 concurrent 256 MiB GET streams from the disk, one thread per stream vs round-robin pool (Jain's index); classification cost.
 	./$(BIN) bench streams
-	# QoS (seeds/000 Table 9.4a, Crystal Fig. 7): SLO splits across two gateways, accuracy, convergence, utilisation, Jain; shaping cost vs --qos-off.
+	# QoS (IOStack D2.2 Table 9.4a, Crystal Fig. 7): SLO splits across two gateways, accuracy, convergence, utilisation, Jain; shaping cost vs --qos-off.
 	./$(BIN) bench qos
 	$(GO) test -run='^$$' -bench='WaitN|Meter|Stream' -benchtime=1s -cpu=1 ./internal/qos/
 	$(GO) test -run='^$$' -bench=FrontEnd -benchtime=1s ./internal/flowctx/
-	# S3 Select push-down (seeds/000 §9.4.3): 2%-of-rows query vs GET + DuckDB, scan MB/s, Fig. 25 drop curve, CSV and Parquet.
+	# S3 Select push-down (IOStack D2.2 §9.4.3): 2%-of-rows query vs GET + DuckDB, scan MB/s, Fig. 25 drop curve, CSV and Parquet.
 	$(MAKE) $(VENV)/.installed
 	$(VENV)/bin/python bench/select_pushdown.py --bin $(BIN) --size $${SELECT_BENCH_SIZE:-1GiB}
 	$(GO) test -run='^$$' -bench=CSVScan -benchtime=3x -cpu=1 ./internal/s3select/
 	# Dashboard: 4 KiB GETs with 10 dashboards streaming the live plots vs none (goal >= 0.98x).
 	FACET_BIN=$(abspath $(BIN)) $(GO) test -run='^$$' -bench=UIOverhead -benchtime=1x ./internal/bench/
-	# Caching over versitygw (seeds/001 Fig. 5 and 6(b)): dynamic caching on oscillating 1 MiB GETs, the Arctur-like trace with and without caching, PUT admission overhead.
+	# Caching over versitygw (Crystal Fig. 5 and 6(b)): dynamic caching on oscillating 1 MiB GETs, the Arctur-like trace with and without caching, PUT admission overhead.
 	./$(BIN) bench cache
-	# Block storage (seeds/000 §9.4.4, seeds/002 §4): fio through Facet's NBD vs nbdkit's file plugin, the 4-volume 3/5/7/7 MB/s and 3K/5K/7K/7K IO/s throttles, xor and AES-XTS filter cost, TLS-PSK cost (nbdcopy plain vs TLS 1.3 PSK vs nbdkit --tls-psk).
+	# Block storage (IOStack D2.2 §9.4.4, HARNESS D5.1 §4): fio through Facet's NBD vs nbdkit's file plugin, the 4-volume 3/5/7/7 MB/s and 3K/5K/7K/7K IO/s throttles, xor and AES-XTS filter cost, TLS-PSK cost (nbdcopy plain vs TLS 1.3 PSK vs nbdkit --tls-psk).
 	./$(BIN) bench nbd
 	$(GO) test -run='^$$' -bench=Filters -benchtime=1s -cpu=1 ./internal/block/bfilter/
 	# Scale-out: GET/PUT 4 KiB and 64 MiB through facet gateway over versitygw vs straight to versitygw, then two gateways vs one with CPU.
