@@ -151,7 +151,7 @@ func (b *nbdBench) setPolicies(text string) error {
 		if err != nil {
 			return err
 		}
-		v := &policy.StaticVocabulary{}
+		v := &policy.StaticVocabulary{Blocks: block.PolicyFilters(nil)}
 		for _, x := range vols {
 			v.Volumes = append(v.Volumes, x.Name)
 		}

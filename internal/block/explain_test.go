@@ -17,7 +17,7 @@ func (p *tablePolicies) VolumeTable() *policy.Table { return p.t.Load() }
 
 func (p *tablePolicies) set(t *testing.T, text string, activated ...string) {
 	t.Helper()
-	pols, err := policy.ParseAndCheck("test", text, &policy.StaticVocabulary{Volumes: []string{"av"}, Metrics: policy.DefaultMetrics()})
+	pols, err := policy.ParseAndCheck("test", text, &policy.StaticVocabulary{Volumes: []string{"av"}, Metrics: policy.DefaultMetrics(), Blocks: PolicyFilters(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/facet-sds/facet/internal/block"
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/meta"
@@ -43,6 +43,7 @@ type Service struct {
 	store    Store
 	registry *filter.Registry
 	dynamic  DynamicFilters
+	blocks   *policy.BlockFilters
 	env      filter.Env
 	log      *slog.Logger
 	poll     time.Duration
@@ -69,9 +70,6 @@ type state struct {
 	compiled *policy.Compiled
 	// dataKeys maps tenant to its current data-key id.
 	dataKeys map[string]string
-	// filters caches instances by filter and canonical parameters; a new
-	// generation starts empty, an activation change keeps it.
-	filters *sync.Map
 	// groups are the groups the table was compiled with.
 	groups map[string][]string
 	// stored is each policy's state and reason in the store.
@@ -99,6 +97,9 @@ type Config struct {
 	// Dynamic, when set, builds the filters registered at run time (WASM
 	// modules) from the store's filter entries on every reload.
 	Dynamic DynamicFilters
+	// BlockFilters are the block filters volume policies are checked
+	// against; nil means the built-in ones (block.PolicyFilters).
+	BlockFilters *policy.BlockFilters
 	// Poll is how often the store's change version is checked (default
 	// 250 ms), which bounds how long other nodes take to see a change.
 	Poll time.Duration
@@ -121,15 +122,18 @@ func New(cfg Config) *Service {
 	if s.poll <= 0 {
 		s.poll = 250 * time.Millisecond
 	}
+	if s.blocks = cfg.BlockFilters; s.blocks == nil {
+		s.blocks = block.PolicyFilters(nil)
+	}
 	empty, _ := policy.Compile(nil, nil)
-	s.state.Store(&state{registry: cfg.Registry, table: empty.Static(), compiled: empty, dataKeys: map[string]string{}, filters: new(sync.Map),
+	s.state.Store(&state{registry: cfg.Registry, table: empty.Static(), compiled: empty, dataKeys: map[string]string{},
 		groups: map[string][]string{}, stored: map[string]storedState{}, changed: make(chan struct{})})
 	return s
 }
 
 // SetKeys sets the key provider given to encryption filters. It must be
-// called before serving; the provider itself usually reads CurrentKeyID
-// from this service.
+// called before the first Reload, which provisions the filter instances;
+// the provider itself usually reads CurrentKeyID from this service.
 func (s *Service) SetKeys(k filter.KeyProvider) { s.env.Keys = k }
 
 // Version is the change version of the table in force.
@@ -205,11 +209,12 @@ func (s *Service) Reload(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}
+	s.provision(compiled)
 	dk := map[string]string{}
 	for _, k := range snap.DataKeys {
 		dk[k.Tenant] = k.Current
 	}
-	st := &state{version: snap.Version, registry: reg, compiled: compiled, dataKeys: dk, filters: new(sync.Map), groups: groups, stored: stored}
+	st := &state{version: snap.Version, registry: reg, compiled: compiled, dataKeys: dk, groups: groups, stored: stored}
 	if err := s.activate(st); err != nil {
 		return err
 	}
@@ -225,7 +230,7 @@ func (s *Service) vocabulary(reg *filter.Registry, targets *targetSet) *policy.S
 	if s.metrics != nil {
 		metrics = s.metrics
 	}
-	v := &policy.StaticVocabulary{Filters: reg, Metrics: metrics(), ObjectTypes: policy.DefaultObjectTypes()}
+	v := &policy.StaticVocabulary{Filters: reg, Metrics: metrics(), ObjectTypes: policy.DefaultObjectTypes(), Blocks: s.blocks}
 	if targets != nil {
 		v.Tenants, v.Buckets, v.Groups, v.Volumes = targets.tenants, targets.buckets, targets.groups, targets.volumes
 	}
@@ -291,12 +296,12 @@ func (s *Service) resolve(req *filter.Request, method filter.Method) dataplane.P
 			if step.Callable && !listed(callable, step.Filter) {
 				continue
 			}
-			f, err := s.instance(st, step)
-			if err != nil {
-				// A filter that cannot be built fails requests rather
-				// than being skipped: skipping could drop encryption.
-				p.Steps = append(p.Steps, dataplane.Step{Stage: stage, Filter: brokenFilter{info: step.Info, err: err}, Policy: step.PolicyID})
-				continue
+			f := step.Instance
+			if f == nil {
+				// A step compiled without an instance fails requests
+				// rather than being skipped: skipping could drop
+				// encryption.
+				f = brokenFilter{info: step.Info, err: errors.New("not provisioned")}
 			}
 			p.Steps = append(p.Steps, dataplane.Step{Stage: stage, Filter: f, Policy: step.PolicyID})
 		}
@@ -326,32 +331,26 @@ func tagsOf(h map[string]string) map[string]string {
 	return tags
 }
 
-// instance returns the generation's filter instance for a step.
-func (s *Service) instance(st *state, step policy.Step) (filter.Filter, error) {
-	key := instanceKey(step)
-	if f, ok := st.filters.Load(key); ok {
-		return f.(filter.Filter), nil
-	}
-	f, err := step.Info.New(step.Params, s.env)
-	if err != nil {
-		return nil, fmt.Errorf("filter %s of policy %s: %w", step.Filter, step.PolicyID, err)
-	}
-	actual, _ := st.filters.LoadOrStore(key, f)
-	return actual.(filter.Filter), nil
-}
-
-func instanceKey(step policy.Step) string {
-	names := make([]string, 0, len(step.Params))
-	for k := range step.Params {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.WriteString(step.Filter)
-	for _, k := range names {
-		b.WriteString("\x00" + k + "=" + step.Params[k])
-	}
-	return b.String()
+// provision builds every step's filter instance when a generation
+// compiles, so requests only call ready instances. The checker has
+// validated the parameters; what can still fail is this process's
+// environment (no key provider, a WASM filter on a controller), and such
+// a step fails its requests rather than being skipped: skipping could
+// drop encryption.
+func (s *Service) provision(c *policy.Compiled) {
+	c.Provision(func(step *policy.Step) filter.Filter {
+		f, err := step.Info.New(step.Params, s.env)
+		if err == nil {
+			return f
+		}
+		err = fmt.Errorf("filter %s of policy %s: %w", step.Filter, step.PolicyID, err)
+		if errors.Is(err, filter.ErrNotHere) {
+			s.log.Debug("filter not provisioned", "err", err)
+		} else {
+			s.log.Warn("filter not provisioned: its requests fail", "err", err)
+		}
+		return brokenFilter{info: step.Info, err: err}
+	})
 }
 
 // brokenFilter stands for a filter that could not be instantiated: it fails

@@ -79,8 +79,10 @@ func (s *xorSource) Open(ctx context.Context, off, n int64) (io.ReadCloser, erro
 func testRegistry() *filter.Registry {
 	mk := func(name string, k byte, hdr int) *filter.Info {
 		in := &filter.Info{Name: name, Version: 1, Reversible: true}
-		in.New = func(filter.Params, filter.Env) (filter.Filter, error) {
-			return &xorFilter{info: in, k: k, hdr: hdr}, nil
+		in.Config = func() filter.Provisioner {
+			return filter.ProvisionFunc(func(filter.Env) (filter.Filter, error) {
+				return &xorFilter{info: in, k: k, hdr: hdr}, nil
+			})
 		}
 		return in
 	}

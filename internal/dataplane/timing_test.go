@@ -200,8 +200,10 @@ func (w *costWriter) Write(p []byte) (int, error) {
 
 func costFilterInfo(name string, clock *fakeClock, perByte int, writeTo bool, setupHdr int64) *filter.Info {
 	in := &filter.Info{Name: name, Version: 1, Reversible: true}
-	in.New = func(filter.Params, filter.Env) (filter.Filter, error) {
-		return &costFilter{info: in, clock: clock, perByte: perByte, writeTo: writeTo, setupHdr: setupHdr}, nil
+	in.Config = func() filter.Provisioner {
+		return filter.ProvisionFunc(func(filter.Env) (filter.Filter, error) {
+			return &costFilter{info: in, clock: clock, perByte: perByte, writeTo: writeTo, setupHdr: setupHdr}, nil
+		})
 	}
 	return in
 }

@@ -89,8 +89,10 @@ type Info struct {
 	// Owner is the tenant whose policies alone may use the filter; empty
 	// for native filters and an administrator's (the marketplace).
 	Owner string `json:"owner,omitempty"`
-	// New builds an instance from validated Params.
-	New func(p Params, env Env) (Filter, error) `json:"-"`
+	// Config returns a new, empty typed configuration (a pointer to a
+	// struct with `param` tags, see Decode): the first step of the
+	// filter's life cycle (module.go).
+	Config func() Provisioner `json:"-"`
 }
 
 // Env is what a filter instance may use from its host.

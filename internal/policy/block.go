@@ -2,23 +2,73 @@ package policy
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
-	"github.com/facet-sds/facet/internal/block/bfilter"
 	"github.com/facet-sds/facet/internal/filter"
 )
 
-// BlockFilterer is implemented by vocabularies with block filters of
-// their own; the others check volume policies against bfilter.Builtin.
-type BlockFilterer interface {
-	BlockFilters() *bfilter.Registry
+// BlockFilter is what the checker knows of a block filter. internal/block
+// supplies them (block.PolicyFilters): policy names no block package, so
+// it does not import the layer that imports it.
+type BlockFilter struct {
+	// Info describes the filter: its name, version and parameters.
+	Info *filter.Info
+	// Transparent filters leave the stored bytes as they are: a policy
+	// with a metric trigger may set them.
+	Transparent bool
+	// Validate decodes and checks canonical parameters as the volume's
+	// stack will be built from them; a *filter.ParamError points at one
+	// parameter. nil accepts what the parameter specs accept.
+	Validate func(filter.Params) error
 }
 
-func (c *checker) blockFilters() *bfilter.Registry {
-	if bf, ok := c.v.(BlockFilterer); ok {
-		return bf.BlockFilters()
+// BlockFilters is the set of block filters volume policies are checked
+// against, by name.
+type BlockFilters struct{ byName map[string]BlockFilter }
+
+// NewBlockFilters returns a set of fs; a name twice panics, as in the
+// filter registry.
+func NewBlockFilters(fs ...BlockFilter) *BlockFilters {
+	b := &BlockFilters{byName: make(map[string]BlockFilter, len(fs))}
+	for _, f := range fs {
+		if _, dup := b.byName[f.Info.Name]; dup {
+			panic(fmt.Sprintf("block filter %q registered twice", f.Info.Name))
+		}
+		b.byName[f.Info.Name] = f
 	}
-	return bfilter.NewRegistry(bfilter.Builtin()...)
+	return b
+}
+
+// Lookup returns the block filter named name.
+func (b *BlockFilters) Lookup(name string) (BlockFilter, bool) {
+	f, ok := b.byName[name]
+	return f, ok
+}
+
+// Names lists the block filters in name order.
+func (b *BlockFilters) Names() []string {
+	out := make([]string, 0, len(b.byName))
+	for n := range b.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// BlockFilterer is implemented by vocabularies with block filters; with
+// none, volume policies may set only throttle.
+type BlockFilterer interface {
+	BlockFilters() *BlockFilters
+}
+
+func (c *checker) blockFilters() *BlockFilters {
+	if bf, ok := c.v.(BlockFilterer); ok {
+		if b := bf.BlockFilters(); b != nil {
+			return b
+		}
+	}
+	return NewBlockFilters()
 }
 
 // blockAction checks an action of a volume policy. Volumes have their
@@ -26,11 +76,12 @@ func (c *checker) blockFilters() *bfilter.Registry {
 // even when a name is the same (encryption).
 func (c *checker) blockAction(a *Action) {
 	reg := c.blockFilters()
-	in, _, ok := lookupFold(a.Filter, reg.Lookup, reg.Names)
+	bf, _, ok := lookupFold(a.Filter, reg.Lookup, reg.Names)
 	if !ok {
 		c.errorf(a.FilterPos, suggest(a.Filter, append(reg.Names(), string(SLOThrottle))), "unknown block filter %q (volumes take %v and throttle)", a.Filter, reg.Names())
 	}
-	a.Info = in.Describe()
+	in := bf.Info
+	a.Info = in
 	if a.StageWord != "" {
 		c.errorf(a.StagePos, "", "block filter %s runs in the block stage: ON is not allowed", in.Name)
 	}
@@ -41,7 +92,7 @@ func (c *checker) blockAction(a *Action) {
 		c.deleteAction(a, in.Name)
 		return
 	}
-	if c.p.Dynamic && !in.Transparent {
+	if c.p.Dynamic && !bf.Transparent {
 		// A trigger that comes and goes would store some of a volume's
 		// bytes through the filter and read them back without it.
 		c.errorf(a.FilterPos, "", "block filter %s changes the stored bytes: a policy with a metric trigger may only set throttle or filters that leave the bytes as they are (%s)", in.Name, transparentNames(reg))
@@ -50,10 +101,8 @@ func (c *checker) blockAction(a *Action) {
 	// it in the storage list of ResolveVolume.
 	a.Stage = filter.StageStorage
 	a.Values = c.params(a, "block filter "+in.Name, in.Params)
-	if in.Check != nil {
-		if err := in.Check(a.Values); err != nil {
-			c.errorf(a.FilterPos, "", "%s", err)
-		}
+	if bf.Validate != nil {
+		c.paramFault(a, bf.Validate(a.Values))
 	}
 }
 
@@ -77,10 +126,10 @@ func (c *checker) blockOnlyHint(name string) string {
 	return ""
 }
 
-func transparentNames(reg *bfilter.Registry) string {
+func transparentNames(reg *BlockFilters) string {
 	var out []string
 	for _, n := range reg.Names() {
-		if in, _ := reg.Lookup(n); in.Transparent {
+		if f, _ := reg.Lookup(n); f.Transparent {
 			out = append(out, n)
 		}
 	}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -397,6 +398,32 @@ func (c *checker) action(a *Action, volumes bool) {
 		c.errorf(a.StagePos, "", "filter %s does not run at stage %s (it runs at %s)", info.Name, a.Stage, strings.Join(names, " and "))
 	}
 	a.Values = c.params(a, "filter "+info.Name, info.Params)
+	if info.Config != nil {
+		_, err := info.Configure(a.Values)
+		c.paramFault(a, err)
+	}
+}
+
+// paramFault reports err, a filter's refusal of an action's decoded
+// parameters (filter.Info.Configure): at the parameter a
+// *filter.ParamError names when the policy gives it, else at the filter.
+// So no accepted policy builds a filter that fails every request.
+func (c *checker) paramFault(a *Action, err error) {
+	if err == nil {
+		return
+	}
+	pos, msg := a.FilterPos, err.Error()
+	var pe *filter.ParamError
+	if errors.As(err, &pe) {
+		msg = pe.Msg
+		for _, p := range a.Params {
+			if strings.EqualFold(p.Name, pe.Param) {
+				pos = p.Pos
+				break
+			}
+		}
+	}
+	c.errorf(pos, "", "%s", msg)
 }
 
 // owned refuses a tenant's own filter in a policy whose targets are not

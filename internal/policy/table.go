@@ -70,6 +70,10 @@ type Step struct {
 	Target     string        `json:"target"` // the policy's target as written: "TENANT t1", "GROUP g1", "ALL"
 	Level      Level         `json:"level"`
 	Info       *filter.Info  `json:"-"`
+	// Instance is the ready filter the host provisioned for the step when
+	// the table compiled (Compiled.Provision); nil for block filters and
+	// before provisioning.
+	Instance filter.Filter `json:"-"`
 }
 
 // Resolution is a request's pipeline: the steps per stage, in order.
@@ -398,6 +402,26 @@ func (c *Compiled) addSLO(cp *CompiledPolicy, pidx, decl int, a *Action) {
 				c.slos = append(c.slos, &e)
 			}
 		}
+	}
+}
+
+// Provision sets the Instance of every object-filter step, static and
+// dynamic, to what build returns: once per action, whose targets share
+// the instance. It is the last step of the filters' life cycle
+// (filter.Provisioner) and must run before any table of c is used, for
+// tables share their steps with c.
+func (c *Compiled) Provision(build func(s *Step) filter.Filter) {
+	byDecl := map[int]filter.Filter{}
+	for _, e := range c.entries {
+		if e.del || e.vol || e.step.Info == nil {
+			continue
+		}
+		f, ok := byDecl[e.decl]
+		if !ok {
+			f = build(&e.step)
+			byDecl[e.decl] = f
+		}
+		e.step.Instance = f
 	}
 }
 

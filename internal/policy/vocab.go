@@ -113,14 +113,20 @@ type StaticVocabulary struct {
 	Buckets     []string // "tenant/bucket"
 	Groups      []string
 	Volumes     []string
+	// Blocks are the block filters volume policies may set; nil: none.
+	Blocks *BlockFilters
 	// AnyTarget makes every target exist (validation without a store).
 	AnyTarget bool
 }
 
 var (
-	_ Vocabulary  = (*StaticVocabulary)(nil)
-	_ TargetNamer = (*StaticVocabulary)(nil)
+	_ Vocabulary    = (*StaticVocabulary)(nil)
+	_ TargetNamer   = (*StaticVocabulary)(nil)
+	_ BlockFilterer = (*StaticVocabulary)(nil)
 )
+
+// BlockFilters implements BlockFilterer.
+func (v *StaticVocabulary) BlockFilters() *BlockFilters { return v.Blocks }
 
 // Filter implements Vocabulary.
 func (v *StaticVocabulary) Filter(name string) (*filter.Info, bool) {

@@ -1,6 +1,9 @@
 package policy
 
-import "github.com/facet-sds/facet/internal/filter"
+import (
+	"github.com/facet-sds/facet/internal/block/bfilter"
+	"github.com/facet-sds/facet/internal/filter"
+)
 
 // testFilters are filter descriptions shaped like Facet's built-in ones.
 func testFilters() *filter.Registry {
@@ -49,5 +52,16 @@ func testVocab() *StaticVocabulary {
 		Buckets:     []string{"t1/b1", "t1/b2", "t1/c1", "t2/b1", "t2/b2", "t3/b1", "T1/C1", "T1/C2", "acme/logs"},
 		Groups:      []string{"1", "gold", "web"},
 		Volumes:     []string{"v1", "v2"},
+		Blocks:      testBlockFilters(),
 	}
+}
+
+// testBlockFilters describes the built-in block filters as
+// block.PolicyFilters does (block imports policy, so a test here cannot).
+func testBlockFilters() *BlockFilters {
+	var fs []BlockFilter
+	for _, in := range bfilter.Builtin() {
+		fs = append(fs, BlockFilter{Info: in.Describe(), Transparent: in.Transparent, Validate: in.Validate})
+	}
+	return NewBlockFilters(fs...)
 }

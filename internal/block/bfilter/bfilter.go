@@ -46,15 +46,67 @@ type Info struct {
 	// may come and go on a volume that holds data, so a policy with a
 	// metric trigger may set them and an open volume takes them at once.
 	Transparent bool
-	// Check validates parameters the DSL's types cannot (a hex key);
-	// nil accepts what the types accept.
-	Check func(p filter.Params) error
-	New   func(p filter.Params, env Env) (Filter, error)
+	// Config returns a new, empty typed configuration: a pointer to a
+	// struct with `param` tags (filter.Decode). It has the life cycle of
+	// the object filters' (internal/filter/module.go): decoded and
+	// validated when a policy is checked, provisioned when a volume's
+	// stack is built.
+	Config func() Provisioner
 }
+
+// Provisioner is a block filter's decoded configuration.
+type Provisioner interface {
+	Provision(env Env) (Filter, error)
+}
+
+// ProvisionFunc is the configuration of a filter that takes no
+// parameters.
+type ProvisionFunc func(env Env) (Filter, error)
+
+// Provision implements Provisioner.
+func (f ProvisionFunc) Provision(env Env) (Filter, error) { return f(env) }
 
 // Describe returns the description the policy checker validates against.
 func (in *Info) Describe() *filter.Info {
 	return &filter.Info{Name: in.Name, Version: in.Version, Kind: "block", Reversible: true, Params: in.Params, Doc: in.Doc}
+}
+
+// Configure decodes canonical parameters into a new configuration and
+// validates it (filter.Validator): what the policy checker runs.
+func (in *Info) Configure(p filter.Params) (Provisioner, error) {
+	// Parameters the filter does not declare are the checker's to refuse;
+	// the stack ignores them, as block filters always have.
+	known := filter.Params{}
+	for _, ps := range in.Params {
+		if v, ok := p[ps.Name]; ok {
+			known[ps.Name] = v
+		}
+	}
+	cfg := in.Config()
+	if err := filter.Decode(in.Describe(), known, cfg); err != nil {
+		return nil, err
+	}
+	if v, ok := cfg.(filter.Validator); ok {
+		if err := v.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// Validate is Configure for the checker, which keeps nothing.
+func (in *Info) Validate(p filter.Params) error {
+	_, err := in.Configure(p)
+	return err
+}
+
+// New configures and provisions an instance.
+func (in *Info) New(p filter.Params, env Env) (Filter, error) {
+	cfg, err := in.Configure(p)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Provision(env)
 }
 
 // Builtin is the list of block filters, one per file.

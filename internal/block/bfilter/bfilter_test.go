@@ -74,7 +74,7 @@ func TestFilterOutputs(t *testing.T) {
 	}
 	for _, bad := range []string{"0x100", "256", "zz", "-1"} {
 		in, _ := NewRegistry(Builtin()...).Lookup("xor")
-		if err := in.Check(filter.Params{"key": bad}); err == nil {
+		if err := in.Validate(filter.Params{"key": bad}); err == nil {
 			t.Errorf("xor key %q accepted", bad)
 		}
 	}

@@ -2,14 +2,14 @@ package bfilter
 
 import (
 	"math/bits"
-
-	"github.com/facet-sds/facet/internal/filter"
 )
 
 func bitrevInfo() *Info {
 	return &Info{Name: "bitrev", Version: 1, Align: 1,
 		Doc: "reverses the bit order of every byte; its own inverse",
-		New: func(filter.Params, Env) (Filter, error) { return bitrev{}, nil }}
+		Config: func() Provisioner {
+			return ProvisionFunc(func(Env) (Filter, error) { return bitrev{}, nil })
+		}}
 }
 
 type bitrev struct{}

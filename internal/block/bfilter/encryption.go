@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-
-	"github.com/facet-sds/facet/internal/filter"
 )
 
 // SectorSize is the unit AES-XTS encrypts: its tweak is the sector
@@ -18,17 +16,21 @@ const SectorSize = 512
 
 func encryptionInfo() *Info {
 	return &Info{Name: "encryption", Version: 1, Align: SectorSize,
-		Doc: "AES-256-XTS per 512-byte sector, with a per-volume key derived from the server's master key; no integrity (length-preserving)",
-		New: func(_ filter.Params, env Env) (Filter, error) {
-			if env.Key == nil {
-				return nil, errors.New("encryption: no master key to derive the volume key from")
-			}
-			k, err := env.Key()
-			if err != nil {
-				return nil, fmt.Errorf("encryption: volume key: %w", err)
-			}
-			return newXTS(k)
-		}}
+		Doc:    "AES-256-XTS per 512-byte sector, with a per-volume key derived from the server's master key; no integrity (length-preserving)",
+		Config: func() Provisioner { return ProvisionFunc(provisionXTS) }}
+}
+
+// provisionXTS builds the filter with the volume's key, which only the
+// volume's host can derive.
+func provisionXTS(env Env) (Filter, error) {
+	if env.Key == nil {
+		return nil, errors.New("encryption: no master key to derive the volume key from")
+	}
+	k, err := env.Key()
+	if err != nil {
+		return nil, fmt.Errorf("encryption: volume key: %w", err)
+	}
+	return newXTS(k)
 }
 
 // xtsFilter is AES-256-XTS (IEEE 1619) over 512-byte sectors whose

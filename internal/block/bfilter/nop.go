@@ -3,19 +3,19 @@ package bfilter
 import (
 	"context"
 	"log/slog"
-
-	"github.com/facet-sds/facet/internal/filter"
 )
 
 func nopInfo() *Info {
 	return &Info{Name: "nop", Version: 1, Align: 1, Transparent: true,
 		Doc: "passes data unchanged and logs each I/O (offset and length) at debug level",
-		New: func(_ filter.Params, env Env) (Filter, error) {
-			l := env.Logger
-			if l == nil {
-				l = slog.New(slog.DiscardHandler)
-			}
-			return &nop{log: l.With("volume", env.Volume, "filter", "nop")}, nil
+		Config: func() Provisioner {
+			return ProvisionFunc(func(env Env) (Filter, error) {
+				l := env.Logger
+				if l == nil {
+					l = slog.New(slog.DiscardHandler)
+				}
+				return &nop{log: l.With("volume", env.Volume, "filter", "nop")}, nil
+			})
 		}}
 }
 

@@ -13,18 +13,35 @@ func xorInfo() *Info {
 	return &Info{Name: "xor", Version: 1, Align: 1,
 		Params: []filter.ParamSpec{{Name: "key", Type: filter.TypeString, Default: "0x55",
 			Doc: "the byte every data byte is XORed with: 0x00-0xff or 0-255"}},
-		Doc: "XORs every byte with a key byte (the sources' obfuscation filter); its own inverse",
-		Check: func(p filter.Params) error {
-			_, err := parseKeyByte(p["key"])
-			return err
-		},
-		New: func(p filter.Params, _ Env) (Filter, error) {
-			k, err := parseKeyByte(p["key"])
-			if err != nil {
-				return nil, err
-			}
-			return newXor(k), nil
-		}}
+		Doc:    "XORs every byte with a key byte (the sources' obfuscation filter); its own inverse",
+		Config: func() Provisioner { return &xorConfig{} }}
+}
+
+// xorConfig is the xor filter's parameters, decoded.
+type xorConfig struct {
+	Key string `param:"key"`
+}
+
+var (
+	_ filter.Validator = (*xorConfig)(nil)
+	_ Provisioner      = (*xorConfig)(nil)
+)
+
+// Validate checks that the key is one byte, which a string parameter
+// cannot say.
+func (c *xorConfig) Validate() error {
+	if _, err := parseKeyByte(c.Key); err != nil {
+		return &filter.ParamError{Param: "key", Msg: err.Error()}
+	}
+	return nil
+}
+
+func (c *xorConfig) Provision(Env) (Filter, error) {
+	k, err := parseKeyByte(c.Key)
+	if err != nil {
+		return nil, err
+	}
+	return newXor(k), nil
 }
 
 func parseKeyByte(s string) (byte, error) {

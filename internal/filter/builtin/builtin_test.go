@@ -15,7 +15,7 @@ func TestBuiltinDescriptions(t *testing.T) {
 	}
 	env := filter.Env{Keys: stubKeys{}}
 	for _, in := range Filters() {
-		if in.Version < 1 || in.Kind != "native" || len(in.Methods) == 0 || len(in.Stages) == 0 || in.Doc == "" || in.New == nil {
+		if in.Version < 1 || in.Kind != "native" || len(in.Methods) == 0 || len(in.Stages) == 0 || in.Doc == "" || in.Config == nil {
 			t.Errorf("%s: incomplete description %+v", in.Name, in)
 		}
 		for _, ps := range in.Params {

@@ -1,8 +1,6 @@
 package native
 
 import (
-	"fmt"
-
 	"github.com/facet-sds/facet/internal/filter"
 )
 
@@ -43,23 +41,28 @@ func CachingInfo() *filter.Info {
 				Doc: "which requests fill the cache: whole-object GETs, PUTs, or both"},
 		},
 	}
-	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
-		p, err := filter.ResolveParams(in, p)
-		if err != nil {
-			return nil, err
-		}
-		size, err := paramInt(p, "size")
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cachingName, err)
-		}
-		admit := p["admit"]
-		return &Caching{info: in, set: filter.CacheSettings{
-			Size: size, Evict: p["policy"],
-			AdmitGet: admit == "get" || admit == "both",
-			AdmitPut: admit == "put" || admit == "both",
-		}}, nil
-	}
+	in.Config = func() filter.Provisioner { return &cachingConfig{info: in} }
 	return in
+}
+
+// cachingConfig is the caching filter's parameters, decoded. Their specs
+// say every constraint: it needs no Validate.
+type cachingConfig struct {
+	Size   int64  `param:"size"`
+	Policy string `param:"policy"`
+	Admit  string `param:"admit"`
+
+	info *filter.Info
+}
+
+var _ filter.Provisioner = (*cachingConfig)(nil)
+
+func (c *cachingConfig) Provision(filter.Env) (filter.Filter, error) {
+	return &Caching{info: c.info, set: filter.CacheSettings{
+		Size: c.Size, Evict: c.Policy,
+		AdmitGet: c.Admit == "get" || c.Admit == "both",
+		AdmitPut: c.Admit == "put" || c.Admit == "both",
+	}}, nil
 }
 
 // Info describes the filter.

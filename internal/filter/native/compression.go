@@ -116,8 +116,47 @@ func CompressionInfo() *filter.Info {
 				Doc: "plaintext bytes per independently compressed frame: the granularity of Range GETs"},
 		},
 	}
-	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) { return newCompression(in, cs, p) }
+	in.Config = func() filter.Provisioner { return &compressionConfig{info: in, cs: cs} }
 	return in
+}
+
+// compressionConfig is the compression filter's parameters, decoded.
+type compressionConfig struct {
+	Engine string `param:"engine"`
+	Level  *int   `param:"level"` // nil: the engine's default
+	Frame  int    `param:"frame"`
+
+	info *filter.Info
+	cs   *codecs
+}
+
+var (
+	_ filter.Validator   = (*compressionConfig)(nil)
+	_ filter.Provisioner = (*compressionConfig)(nil)
+)
+
+// Validate checks the level against the engine's own range, which the
+// parameter spec (0-9 for every engine) cannot say.
+func (c *compressionConfig) Validate() error {
+	eng, ok := parseEngine(c.Engine)
+	if !ok {
+		return filter.Invalid("engine", "engine %q unknown", c.Engine)
+	}
+	if lo, hi, _ := eng.levels(); c.Level != nil && (*c.Level < lo || *c.Level > hi) {
+		return filter.Invalid("level", "level %d: %s takes %d-%d", *c.Level, eng, lo, hi)
+	}
+	return nil
+}
+
+// Provision builds the instance; the registry's codec pools are shared by
+// every instance of the filter.
+func (c *compressionConfig) Provision(filter.Env) (filter.Filter, error) {
+	eng, _ := parseEngine(c.Engine)
+	_, _, level := eng.levels()
+	if c.Level != nil {
+		level = *c.Level
+	}
+	return &compression{info: c.info, cs: c.cs, engine: eng, level: level, frame: c.Frame}, nil
 }
 
 type compression struct {
@@ -126,30 +165,6 @@ type compression struct {
 	engine engine
 	level  int
 	frame  int
-}
-
-func newCompression(in *filter.Info, cs *codecs, p filter.Params) (*compression, error) {
-	p, err := filter.ResolveParams(in, p)
-	if err != nil {
-		return nil, err
-	}
-	eng, ok := parseEngine(p["engine"])
-	if !ok {
-		return nil, fmt.Errorf("%s: engine %q unknown", compressionName, p["engine"])
-	}
-	lo, hi, level := eng.levels()
-	if v, set := p["level"]; set {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			return nil, fmt.Errorf("%s: level=%s out of range for %s (%d..%d)", compressionName, v, eng, lo, hi)
-		}
-		level = n
-	}
-	frame, err := paramInt(p, "frame")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", compressionName, err)
-	}
-	return &compression{info: in, cs: cs, engine: eng, level: level, frame: int(frame)}, nil
 }
 
 func (c *compression) Info() *filter.Info { return c.info }

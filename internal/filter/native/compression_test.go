@@ -403,9 +403,9 @@ func TestCompressionParams(t *testing.T) {
 	}{
 		{filter.Params{"levle": "3"}, `compression: unknown parameter "levle" (known: engine, level, frame)`},
 		{filter.Params{"engine": "brotli"}, `compression: engine="brotli": want one of gzip, zstd, lz4`},
-		{filter.Params{"engine": "gzip", "level": "0"}, `compression: level=0 out of range for gzip (1..9)`},
-		{filter.Params{"engine": "zstd", "level": "5"}, `compression: level=5 out of range for zstd (1..4)`},
-		{filter.Params{"level": "9"}, `compression: level=9 out of range for zstd (1..4)`},
+		{filter.Params{"engine": "gzip", "level": "0"}, `compression: level 0: gzip takes 1-9`},
+		{filter.Params{"engine": "zstd", "level": "5"}, `compression: level 5: zstd takes 1-4`},
+		{filter.Params{"level": "9"}, `compression: level 9: zstd takes 1-4`},
 		{filter.Params{"engine": "lz4", "level": "10"}, `compression: level=10 out of range 0..9`},
 		{filter.Params{"engine": "lz4", "level": "x"}, `compression: level="x": want an integer`},
 		{filter.Params{"frame": "1024"}, `compression: frame=1024 out of range 65536..16777216`},

@@ -53,16 +53,21 @@ func EncryptionInfo() *filter.Info {
 		Doc: "Encrypts the stream with AES-256-GCM in the DARE 2.0 format under a per-object key " +
 			"sealed with the tenant's current data key; Range GETs decrypt only the 64 KiB packages they need.",
 	}
-	in.New = func(p filter.Params, env filter.Env) (filter.Filter, error) {
-		if _, err := filter.ResolveParams(in, p); err != nil {
-			return nil, err
-		}
-		if env.Keys == nil {
-			return nil, fmt.Errorf("%s: the server has no key provider", encryptionName)
-		}
-		return &encryption{info: in, keys: env.Keys}, nil
-	}
+	in.Config = func() filter.Provisioner { return &encryptionConfig{info: in} }
 	return in
+}
+
+// encryptionConfig is the encryption filter's configuration: it takes no
+// parameters; its keys come from the host, per tenant, at request time.
+type encryptionConfig struct{ info *filter.Info }
+
+var _ filter.Provisioner = (*encryptionConfig)(nil)
+
+func (c *encryptionConfig) Provision(env filter.Env) (filter.Filter, error) {
+	if env.Keys == nil {
+		return nil, fmt.Errorf("%s: the server has no key provider", encryptionName)
+	}
+	return &encryption{info: c.info, keys: env.Keys}, nil
 }
 
 type encryption struct {

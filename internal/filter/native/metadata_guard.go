@@ -42,21 +42,39 @@ func MetadataGuardInfo() *filter.Info {
 			{Name: "deny", Type: filter.TypeString, Doc: "keys whose presence refuses the request with 400 InvalidArgument"},
 		},
 	}
-	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
-		p, err := filter.ResolveParams(in, p)
-		if err != nil {
-			return nil, err
-		}
-		g := &MetadataGuard{info: in}
-		if g.strip, err = metaKeyList(p["strip"]); err != nil {
-			return nil, fmt.Errorf("%s: strip: %w", metadataGuardName, err)
-		}
-		if g.deny, err = metaKeyList(p["deny"]); err != nil {
-			return nil, fmt.Errorf("%s: deny: %w", metadataGuardName, err)
-		}
-		return g, nil
-	}
+	in.Config = func() filter.Provisioner { return &metadataGuardConfig{info: in} }
 	return in
+}
+
+// metadataGuardConfig is the metadata guard's parameters, decoded.
+type metadataGuardConfig struct {
+	Strip string `param:"strip"`
+	Deny  string `param:"deny"`
+
+	info *filter.Info
+}
+
+var (
+	_ filter.Validator   = (*metadataGuardConfig)(nil)
+	_ filter.Provisioner = (*metadataGuardConfig)(nil)
+)
+
+// Validate checks the key lists' patterns.
+func (c *metadataGuardConfig) Validate() error {
+	if _, err := metaKeyList(c.Strip); err != nil {
+		return filter.Invalid("strip", "strip: %v", err)
+	}
+	if _, err := metaKeyList(c.Deny); err != nil {
+		return filter.Invalid("deny", "deny: %v", err)
+	}
+	return nil
+}
+
+func (c *metadataGuardConfig) Provision(filter.Env) (filter.Filter, error) {
+	g := &MetadataGuard{info: c.info}
+	g.strip, _ = metaKeyList(c.Strip) // Validate has parsed them
+	g.deny, _ = metaKeyList(c.Deny)
+	return g, nil
 }
 
 // metaKeyList parses "a:b|c*" into lower-case key patterns without the

@@ -33,14 +33,16 @@ func NoopInfo() *filter.Info {
 		Reversible: true,
 		Doc:        "Passes bytes through unchanged; measures the per-filter overhead of a pipeline.",
 	}
-	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
-		if _, err := filter.ResolveParams(in, p); err != nil {
-			return nil, err
-		}
-		return &noop{info: in}, nil
-	}
+	in.Config = func() filter.Provisioner { return &noopConfig{info: in} }
 	return in
 }
+
+// noopConfig is the noop filter's configuration: it takes no parameters.
+type noopConfig struct{ info *filter.Info }
+
+var _ filter.Provisioner = (*noopConfig)(nil)
+
+func (c *noopConfig) Provision(filter.Env) (filter.Filter, error) { return &noop{info: c.info}, nil }
 
 func (f *noop) Info() *filter.Info { return f.info }
 

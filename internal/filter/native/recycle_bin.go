@@ -1,7 +1,6 @@
 package native
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/facet-sds/facet/internal/filter"
@@ -36,18 +35,31 @@ func RecycleBinInfo() *filter.Info {
 				Doc: "how long a deleted object is kept before the background purge removes it"},
 		},
 	}
-	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
-		p, err := filter.ResolveParams(in, p)
-		if err != nil {
-			return nil, err
-		}
-		d, err := time.ParseDuration(p["max_time"])
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%s: max_time=%q: want a positive duration", recycleBinName, p["max_time"])
-		}
-		return &RecycleBin{info: in, maxAge: d}, nil
-	}
+	in.Config = func() filter.Provisioner { return &recycleBinConfig{info: in} }
 	return in
+}
+
+// recycleBinConfig is the recycle bin's parameters, decoded.
+type recycleBinConfig struct {
+	MaxTime time.Duration `param:"max_time"`
+
+	info *filter.Info
+}
+
+var (
+	_ filter.Validator   = (*recycleBinConfig)(nil)
+	_ filter.Provisioner = (*recycleBinConfig)(nil)
+)
+
+func (c *recycleBinConfig) Validate() error {
+	if c.MaxTime <= 0 {
+		return filter.Invalid("max_time", "max_time=%q: want a positive duration", c.MaxTime.String())
+	}
+	return nil
+}
+
+func (c *recycleBinConfig) Provision(filter.Env) (filter.Filter, error) {
+	return &RecycleBin{info: c.info, maxAge: c.MaxTime}, nil
 }
 
 // Info describes the filter.

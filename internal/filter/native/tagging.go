@@ -2,9 +2,7 @@ package native
 
 import (
 	"context"
-	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/facet-sds/facet/internal/filter"
@@ -53,38 +51,55 @@ func TaggingInfo() *filter.Info {
 			{Name: "peek", Type: filter.TypeSize, Default: "4096", Min: 1, Max: maxTagPeek, Doc: "leading bytes of the content matched when on=content"},
 		},
 	}
-	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
-		p, err := filter.ResolveParams(in, p)
-		if err != nil {
-			return nil, err
-		}
-		return newTagging(in, p)
-	}
+	in.Config = func() filter.Provisioner { return &taggingConfig{info: in} }
 	return in
 }
 
-func newTagging(in *filter.Info, p filter.Params) (*Tagging, error) {
-	if p["regex"] == "" && p["tag"] == "" {
+// taggingConfig is the tagging filter's parameters, decoded.
+type taggingConfig struct {
+	Regex string `param:"regex"`
+	Tag   string `param:"tag"`
+	Match string `param:"match"`
+	Peek  int    `param:"peek"`
+
+	info *filter.Info
+}
+
+var (
+	_ filter.Validator   = (*taggingConfig)(nil)
+	_ filter.Provisioner = (*taggingConfig)(nil)
+)
+
+// Validate checks what the constructor needs: both of regex= and tag= or
+// neither, a regex that compiles, a tag NAME=VALUE with a valid NAME.
+func (c *taggingConfig) Validate() error {
+	_, err := newTagging(c.info, c)
+	return err
+}
+
+func (c *taggingConfig) Provision(filter.Env) (filter.Filter, error) { return newTagging(c.info, c) }
+
+func newTagging(in *filter.Info, c *taggingConfig) (*Tagging, error) {
+	if c.Regex == "" && c.Tag == "" {
 		// Built without parameters (the registry's self-check): inert.
 		return &Tagging{info: in}, nil
 	}
-	if p["regex"] == "" || p["tag"] == "" {
-		return nil, fmt.Errorf("%s: regex= and tag= are both required", taggingName)
+	if c.Regex == "" {
+		return nil, filter.Invalid("tag", "regex= and tag= are both required")
 	}
-	re, err := regexp.Compile(p["regex"])
+	if c.Tag == "" {
+		return nil, filter.Invalid("regex", "regex= and tag= are both required")
+	}
+	re, err := regexp.Compile(c.Regex)
 	if err != nil {
-		return nil, fmt.Errorf("%s: regex: %w", taggingName, err)
+		return nil, &filter.ParamError{Param: "regex", Msg: "regex: " + err.Error()}
 	}
-	name, value, ok := strings.Cut(p["tag"], "=")
+	name, value, ok := strings.Cut(c.Tag, "=")
 	name = strings.ToLower(strings.TrimPrefix(strings.ToLower(strings.TrimSpace(name)), "x-amz-meta-"))
 	if !ok || !metaNameRE.MatchString(name) {
-		return nil, fmt.Errorf("%s: tag=%q: want NAME=VALUE with NAME made of a-z, 0-9, '-', '_' and '.'", taggingName, p["tag"])
+		return nil, filter.Invalid("tag", "tag=%q: want NAME=VALUE with NAME made of a-z, 0-9, '-', '_' and '.'", c.Tag)
 	}
-	peek, err := strconv.Atoi(p["peek"])
-	if err != nil {
-		return nil, fmt.Errorf("%s: peek: %w", taggingName, err)
-	}
-	t := &Tagging{info: in, re: re, name: name, value: value, content: p["match"] == "content", peek: peek}
+	t := &Tagging{info: in, re: re, name: name, value: value, content: c.Match == "content", peek: c.Peek}
 	return t, nil
 }
 

@@ -376,10 +376,20 @@ func (Descriptions) Load(_ context.Context, entries []meta.FilterEntry) ([]*filt
 			continue
 		}
 		in := spec.Info()
-		in.New = func(filter.Params, filter.Env) (filter.Filter, error) {
-			return nil, fmt.Errorf("wasm filter %q does not run in this process", in.Name)
-		}
+		in.Config = func() filter.Provisioner { return &described{info: &in} }
 		out = append(out, &in)
 	}
 	return out, errors.Join(errs...)
+}
+
+// described is the configuration of a filter known by its description
+// only: its parameters are checked like those of a loaded module, and
+// provisioning it fails.
+type described struct {
+	Params filter.Params `param:"*"`
+	info   *filter.Info
+}
+
+func (d *described) Provision(filter.Env) (filter.Filter, error) {
+	return nil, fmt.Errorf("wasm filter %q: %w", d.info.Name, filter.ErrNotHere)
 }

@@ -63,23 +63,36 @@ func newInfo(info filter.Info, versions map[int]Version, lim Limits) (*filter.In
 	lim = lim.withDefaults()
 	in := info
 	in.Kind = "wasm"
-	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
-		params, err := resolve(&in, p)
-		if err != nil {
-			return nil, err
-		}
-		base := transformer{info: &in, ver: cur, params: params, lim: lim}
-		if in.Reversible {
-			return &reversible{t: base, versions: versions}, nil
-		}
-		return &base, nil
-	}
+	in.Config = func() filter.Provisioner { return &config{info: &in, cur: cur, versions: versions, lim: lim} }
 	return &in, nil
 }
 
-// resolve rejects unknown parameters and applies defaults. Type checks
-// belong to the policy compiler, which validates against info.Params
-// before any instance is built.
+// config is a WASM filter's parameters: declared at registration
+// (--param name:type:default), they are checked against those specs when
+// the policy is checked (filter.Decode) and handed to the module as they
+// are.
+type config struct {
+	Params filter.Params `param:"*"`
+
+	info     *filter.Info
+	cur      Version
+	versions map[int]Version
+	lim      Limits
+}
+
+var _ filter.Provisioner = (*config)(nil)
+
+func (c *config) Provision(filter.Env) (filter.Filter, error) {
+	base := transformer{info: c.info, ver: c.cur, params: c.Params, lim: c.lim}
+	if c.info.Reversible {
+		return &reversible{t: base, versions: c.versions}, nil
+	}
+	return &base, nil
+}
+
+// resolve rejects unknown parameters and applies defaults, without type
+// checks: it reads the parameters a reverse plan recorded, which an older
+// version of the module may have declared otherwise.
 func resolve(in *filter.Info, p filter.Params) (map[string]string, error) {
 	out := make(map[string]string, len(in.Params))
 	for name, v := range p {

@@ -56,53 +56,90 @@ func Info() *filter.Info {
 			{Name: "output", Type: filter.TypeEnum, Default: "csv", Enum: []string{"csv", "json"}, Doc: "the format GETs return"},
 		},
 	}
-	in.New = func(p filter.Params, _ filter.Env) (filter.Filter, error) {
-		p, err := filter.ResolveParams(in, p)
-		if err != nil {
-			return nil, err
-		}
-		q, err := selectQuery(p)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", selectName, err)
-		}
-		req := &s3select.Request{Expression: q}
-		if p["format"] == "json" {
-			req.Input.JSON = &s3select.JSONInput{Type: "LINES"}
-		} else {
-			req.Input.CSV = &s3select.CSVInput{FileHeaderInfo: strings.ToUpper(p["header"])}
-		}
-		if p["output"] == "json" {
-			req.Output.JSON = &s3select.JSONOutput{}
-		} else {
-			req.Output.CSV = &s3select.CSVOutput{}
-		}
-		prepared, err := s3select.Native{Workers: 1}.Prepare(req) // a GET body is one stream
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", selectName, err)
-		}
-		return &Select{info: in, query: q, prepared: prepared}, nil
-	}
+	in.Config = func() filter.Provisioner { return &selectConfig{info: in} }
 	return in
 }
 
-// selectQuery builds the S3 Select query a filter's parameters stand for.
-func selectQuery(p filter.Params) (string, error) {
-	if q := strings.TrimSpace(p["sql"]); q != "" {
-		if p["columns"] != "" || p["where"] != "" {
-			return "", errors.New("sql= replaces columns= and where=: give one or the other")
+// selectConfig is the select filter's parameters, decoded.
+type selectConfig struct {
+	Columns string `param:"columns"`
+	Where   string `param:"where"`
+	SQL     string `param:"sql"`
+	Format  string `param:"format"`
+	Header  string `param:"header"`
+	Output  string `param:"output"`
+
+	info *filter.Info
+}
+
+var (
+	_ filter.Validator   = (*selectConfig)(nil)
+	_ filter.Provisioner = (*selectConfig)(nil)
+)
+
+// Validate compiles the query, so that a policy whose SQL does not parse
+// is refused when it is checked rather than on every GET.
+func (c *selectConfig) Validate() error {
+	_, _, err := c.prepare()
+	return err
+}
+
+func (c *selectConfig) Provision(filter.Env) (filter.Filter, error) {
+	q, prepared, err := c.prepare()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", selectName, err)
+	}
+	return &Select{info: c.info, query: q, prepared: prepared}, nil
+}
+
+func (c *selectConfig) prepare() (string, s3select.Prepared, error) {
+	q, err := c.query()
+	if err != nil {
+		return "", nil, err
+	}
+	req := &s3select.Request{Expression: q}
+	if c.Format == "json" {
+		req.Input.JSON = &s3select.JSONInput{Type: "LINES"}
+	} else {
+		req.Input.CSV = &s3select.CSVInput{FileHeaderInfo: strings.ToUpper(c.Header)}
+	}
+	if c.Output == "json" {
+		req.Output.JSON = &s3select.JSONOutput{}
+	} else {
+		req.Output.CSV = &s3select.CSVOutput{}
+	}
+	prepared, err := s3select.Native{Workers: 1}.Prepare(req) // a GET body is one stream
+	if err != nil {
+		param := "where"
+		switch {
+		case strings.TrimSpace(c.SQL) != "":
+			param = "sql"
+		case strings.TrimSpace(c.Where) == "":
+			param = "columns"
+		}
+		return "", nil, &filter.ParamError{Param: param, Msg: err.Error()}
+	}
+	return q, prepared, nil
+}
+
+// query builds the S3 Select query the parameters stand for.
+func (c *selectConfig) query() (string, error) {
+	if q := strings.TrimSpace(c.SQL); q != "" {
+		if c.Columns != "" || c.Where != "" {
+			return "", filter.Invalid("sql", "sql= replaces columns= and where=: give one or the other")
 		}
 		return q, nil
 	}
-	cols := strings.FieldsFunc(p["columns"], func(r rune) bool { return r == ',' || r == ' ' })
+	cols := strings.FieldsFunc(c.Columns, func(r rune) bool { return r == ',' || r == ' ' })
 	proj := "*"
 	if len(cols) > 0 {
-		for i, c := range cols {
-			cols[i] = "s." + quoteIdent(c)
+		for i, col := range cols {
+			cols[i] = "s." + quoteIdent(col)
 		}
 		proj = strings.Join(cols, ", ")
 	}
 	q := "SELECT " + proj + " FROM S3Object s"
-	if w := strings.TrimSpace(p["where"]); w != "" {
+	if w := strings.TrimSpace(c.Where); w != "" {
 		q += " WHERE " + w
 	}
 	return q, nil
