@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -132,86 +131,4 @@ func cutBlock(t *testing.T, text, begin, end string) (before, inside, after stri
 		t.Fatalf("README.md has no line %q after %q", end, begin)
 	}
 	return before, inside, after
-}
-
-const (
-	floorsBegin = "<!-- floors:begin -->"
-	floorsEnd   = "<!-- floors:end -->"
-)
-
-// TestArchitectureFloors checks README.md's floor table against `go list`:
-// every package sits on exactly one floor, the table names no package that
-// does not exist, and no package imports one on a higher floor (its own
-// floor and those below are allowed). Test files are not checked: a test may
-// drive its package from above.
-func TestArchitectureFloors(t *testing.T) {
-	root := filepath.Join("..", "..")
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, _ := cutBlock(t, string(readme), floorsBegin, floorsEnd)
-	floorOf, floorNames, problems := parseFloors(table)
-
-	imports := map[string][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(goList(t, root, "{{.ImportPath}}|{{join .Imports \",\"}}")), "\n") {
-		path, deps, _ := strings.Cut(line, "|")
-		path = strings.TrimPrefix(path, modulePath)
-		for _, d := range strings.Split(deps, ",") {
-			if strings.HasPrefix(d, modulePath) {
-				imports[path] = append(imports[path], strings.TrimPrefix(d, modulePath))
-			}
-		}
-		if _, listed := imports[path]; !listed {
-			imports[path] = nil
-		}
-	}
-	for path := range floorOf {
-		if _, ok := imports[path]; !ok {
-			problems = append(problems, fmt.Sprintf("%s is on floor %q but is not a package", path, floorNames[floorOf[path]]))
-		}
-	}
-	for path, deps := range imports {
-		f, ok := floorOf[path]
-		if !ok {
-			problems = append(problems, fmt.Sprintf("%s is on no floor: add it to the table", path))
-			continue
-		}
-		for _, d := range deps {
-			// Floors are listed from the top, so a higher floor has a smaller index.
-			if g, ok := floorOf[d]; ok && g < f {
-				problems = append(problems, fmt.Sprintf("%s (floor %q) imports %s (floor %q, higher)", path, floorNames[f], d, floorNames[g]))
-			}
-		}
-	}
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		t.Errorf("README.md's floor table (between %s and %s) and the packages disagree:\n\t%s", floorsBegin, floorsEnd, strings.Join(problems, "\n\t"))
-	}
-}
-
-// parseFloors reads the floor table's rows, "| floor | `pkg`, `pkg` |", top
-// floor first, into each package's floor index. Names are relative to
-// internal/ unless they start with cmd/ or clients/.
-func parseFloors(table string) (floorOf map[string]int, names []string, problems []string) {
-	floorOf = map[string]int{}
-	for _, line := range strings.Split(table, "\n") {
-		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
-		if len(cells) != 2 || !strings.Contains(cells[1], "`") {
-			continue
-		}
-		floor := len(names)
-		names = append(names, strings.TrimSpace(cells[0]))
-		for _, field := range strings.Split(cells[1], ",") {
-			name := strings.Trim(strings.TrimSpace(field), "`")
-			if !strings.HasPrefix(name, "cmd/") && !strings.HasPrefix(name, "clients/") {
-				name = "internal/" + name
-			}
-			if g, dup := floorOf[name]; dup {
-				problems = append(problems, fmt.Sprintf("%s is on two floors (%q and %q)", name, names[g], names[floor]))
-			}
-			floorOf[name] = floor
-		}
-	}
-	return floorOf, names, problems
 }

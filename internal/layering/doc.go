@@ -1,9 +1,14 @@
-// Package layering owns Facet's floor plan: which floor every package of
-// the module stands on, and the test (layering_test.go) that reads `go list`
-// and fails when an import goes from a lower floor to a higher one, when a
-// package below the S3 front end imports it, when the metadata store or the
-// policy language links the data path, or when a package is missing from
-// the plan. It has no code; the plan is the table in the test.
+// Package layering owns the checks of Facet's floor plan against `go list`:
+// every package on one floor of README.md's floor table, no import going up
+// a floor, nothing but a higher floor importing the S3 front end, and the
+// metadata store, the policy language and the workload metrics linking
+// nothing of the data path (s3select, parquet-go).
+//
+// The plan itself is the floor table in README.md's architecture section
+// (between <!-- floors:begin --> and <!-- floors:end -->): one source, read
+// by the people who add packages and by this package's test. The package
+// has no code of its own; layering_test.go holds the checks and the link
+// rules (sealed, mustNotLink, waiting).
 //
 // Only the imports of non-test files count: a test may reach upward (meta's
 // contract_test.go imports s3api to check that the Store fits it).

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,80 +15,11 @@ import (
 	"testing"
 )
 
-const module = "github.com/facet-sds/facet/"
-
-// floors is the plan: every package of the module (import path without the
-// module prefix) and its floor. A package may import packages on its own
-// floor or below, never above.
-//
-//	0 vocabulary: leaves every floor may share (standard library and
-//	  third-party imports only)
-//	1 contracts, stores and engines: storage and its backends, meta, the
-//	  filter contract and its implementations, S3 Select, SigV4, checksums
-//	2 the data path and what steers it: policy, dataplane, qos, flowctx,
-//	  metrics, block, the fleet sync
-//	3 front ends and the control plane: s3api, admin, ui, control, promexp
-//	4 wiring and clients: server, ctl
-//	5 commands: cli, bench
-//	6 the binary
-var floors = map[string]int{
-	"clients/go/facetctx":                0,
-	"internal/admit":                     0,
-	"internal/bench/datagen":             0,
-	"internal/bus":                       0,
-	"internal/controller":                0,
-	"internal/controller/controllertest": 0,
-	"internal/keys":                      0,
-	"internal/layering":                  0,
-	"internal/obs":                       0,
-	"internal/ownership":                 0,
-	"internal/s3err":                     0,
-	"internal/s3select/sql":              0,
-	"internal/sysdev":                    0,
-	"internal/tlspsk":                    0,
-
-	"internal/block/bfilter":         1,
-	"internal/filter":                1,
-	"internal/filter/builtin":        1,
-	"internal/filter/cache":          1,
-	"internal/filter/native":         1,
-	"internal/filter/trash":          1,
-	"internal/filter/wasm":           1,
-	"internal/meta":                  1,
-	"internal/meta/redistest":        1,
-	"internal/s3api/checksum":        1,
-	"internal/s3api/sigv4":           1,
-	"internal/s3select":              1,
-	"internal/s3select/selectfilter": 1,
-	"internal/storage":               1,
-	"internal/storage/fs":            1,
-	"internal/storage/s3":            1,
-	"internal/storage/s3/s3test":     1,
-	"internal/storage/storagetest":   1,
-
-	"internal/block":     2,
-	"internal/block/nbd": 2,
-	"internal/dataplane": 2,
-	"internal/fleet":     2,
-	"internal/flowctx":   2,
-	"internal/metrics":   2,
-	"internal/policy":    2,
-	"internal/qos":       2,
-
-	"internal/admin":   3,
-	"internal/control": 3,
-	"internal/promexp": 3,
-	"internal/s3api":   3,
-	"internal/ui":      3,
-
-	"internal/ctl":    4,
-	"internal/server": 4,
-
-	"internal/bench": 5,
-	"internal/cli":   5,
-
-	"cmd/facet": 6,
-}
+const (
+	module      = "github.com/facet-sds/facet/"
+	floorsBegin = "<!-- floors:begin -->"
+	floorsEnd   = "<!-- floors:end -->"
+)
 
 // sealed packages may be imported only from a floor above theirs, not by
 // their peers: the S3 front end is a consumer of the shared vocabulary,
@@ -120,7 +53,11 @@ type pkg struct {
 	Error      *struct{ Err string }
 }
 
-// list reads the module's packages from `go list`, keyed by relative path.
+// root is the module's directory, from this package's.
+var root = filepath.Join("..", "..")
+
+// list reads the module's packages from `go list`, keyed by path relative
+// to the module.
 func list(t *testing.T) map[string]pkg {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
@@ -128,7 +65,7 @@ func list(t *testing.T) map[string]pkg {
 		t.Skip("no go command on PATH:", err)
 	}
 	cmd := exec.Command(goBin, "list", "-e", "-json=ImportPath,Imports,Deps,Error", "./cmd/...", "./internal/...", "./clients/...")
-	cmd.Dir = filepath.Join("..", "..")
+	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -155,6 +92,72 @@ func list(t *testing.T) map[string]pkg {
 	return pkgs
 }
 
+// plan is README.md's floor table: each package's floor, 0 the lowest.
+type plan struct {
+	floor map[string]int
+	names []string // names[floor]
+}
+
+func (p plan) describe(path string) string {
+	f := p.floor[path]
+	return fmt.Sprintf("%s (floor %d, %s)", path, f, p.names[f])
+}
+
+// readPlan reads the floor table's rows, "| floor | `pkg`, `pkg` |", top
+// floor first. Names are relative to internal/ unless they start with cmd/
+// or clients/. A package on two floors is a problem.
+func readPlan(t *testing.T) (plan, []string) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), floorsBegin+"\n")
+	if !ok {
+		t.Fatalf("README.md has no line %q", floorsBegin)
+	}
+	table, _, ok := strings.Cut(rest, floorsEnd)
+	if !ok {
+		t.Fatalf("README.md has no line %q after %q", floorsEnd, floorsBegin)
+	}
+	type row struct {
+		name string
+		pkgs []string
+	}
+	var rows []row
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		if len(cells) != 2 || !strings.Contains(cells[1], "`") {
+			continue
+		}
+		r := row{name: strings.TrimSpace(cells[0])}
+		for _, field := range strings.Split(cells[1], ",") {
+			name := strings.Trim(strings.TrimSpace(field), "`")
+			if !strings.HasPrefix(name, "cmd/") && !strings.HasPrefix(name, "clients/") {
+				name = "internal/" + name
+			}
+			r.pkgs = append(r.pkgs, name)
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) == 0 {
+		t.Fatalf("README.md's floor table has no rows")
+	}
+	p := plan{floor: map[string]int{}}
+	var problems []string
+	for i := len(rows) - 1; i >= 0; i-- { // the table lists the top floor first
+		f := len(p.names)
+		p.names = append(p.names, rows[i].name)
+		for _, name := range rows[i].pkgs {
+			if g, dup := p.floor[name]; dup {
+				problems = append(problems, fmt.Sprintf("%s is on two floors (%q and %q)", name, p.names[g], p.names[f]))
+			}
+			p.floor[name] = f
+		}
+	}
+	return p, problems
+}
+
 // internal returns the module's packages among paths, relative.
 func internal(paths []string) []string {
 	var out []string
@@ -177,34 +180,44 @@ func sorted[V any](m map[string]V) []string {
 	return keys
 }
 
+// links reports whether dep (a full import path) is banned (a relative
+// module path or an absolute third-party prefix), itself or below it.
+func links(dep, banned string) bool {
+	rel := strings.TrimPrefix(dep, module)
+	b := strings.TrimSuffix(banned, "/")
+	return rel == b || strings.HasPrefix(rel, b+"/")
+}
+
 func TestFloorPlan(t *testing.T) {
 	pkgs := list(t)
+	p, problems := readPlan(t)
+	fix := "README.md's floor table (between " + floorsBegin + " and " + floorsEnd + ")"
 
-	t.Run("complete", func(t *testing.T) {
-		for _, p := range sorted(pkgs) {
-			if _, ok := floors[p]; ok {
-				continue
-			}
-			t.Errorf("package %s is not in the floor plan: add it to floors in internal/layering/layering_test.go, on the floor of what it does (and at least as high as what it imports)", p)
+	t.Run("every package on one floor", func(t *testing.T) {
+		for _, pr := range problems {
+			t.Errorf("%s: %s", fix, pr)
 		}
-		for _, p := range sorted(floors) {
-			if _, ok := pkgs[p]; ok {
-				continue
+		for _, path := range sorted(pkgs) {
+			if _, ok := p.floor[path]; !ok {
+				t.Errorf("%s is on no floor: add it to %s, on the floor of what it does (no lower than what it imports)", path, fix)
 			}
-			t.Errorf("the floor plan names %s, which go list does not know: remove it from floors in internal/layering/layering_test.go", p)
+		}
+		for _, path := range sorted(p.floor) {
+			if _, ok := pkgs[path]; !ok {
+				t.Errorf("%s names %s, which is not a package: remove it", fix, path)
+			}
 		}
 	})
 
 	t.Run("no import goes up", func(t *testing.T) {
 		for _, path := range sorted(pkgs) {
-			p := pkgs[path]
-			f, ok := floors[path]
+			f, ok := p.floor[path]
 			if !ok {
-				continue // reported by "complete"
+				continue // reported above
 			}
-			for _, imp := range internal(p.Imports) {
-				if g, ok := floors[imp]; ok && g > f {
-					t.Errorf("%s (floor %d) imports %s (floor %d): a package may import only its own floor or below; move the shared part down (a leaf on floor 0) instead", path, f, imp, g)
+			for _, imp := range internal(pkgs[path].Imports) {
+				if g, ok := p.floor[imp]; ok && g > f {
+					t.Errorf("%s imports %s: a package imports only its own floor or below; move what it needs down (a leaf on the vocabulary floor)", p.describe(path), p.describe(imp))
 				}
 			}
 		}
@@ -213,8 +226,8 @@ func TestFloorPlan(t *testing.T) {
 	t.Run("sealed packages are imported only from above", func(t *testing.T) {
 		for _, path := range sorted(pkgs) {
 			for _, imp := range internal(pkgs[path].Imports) {
-				if slices.Contains(sealed, imp) && floors[path] <= floors[imp] {
-					t.Errorf("%s (floor %d) imports %s (floor %d): only higher floors (the server, the commands) may import it; take what you need from a floor-0 leaf (s3err, obs, admit, ownership)", path, floors[path], imp, floors[imp])
+				if slices.Contains(sealed, imp) && p.floor[path] <= p.floor[imp] {
+					t.Errorf("%s imports %s: only higher floors (the wiring, the commands) may; take what you need from a vocabulary leaf (s3err, obs, admit, ownership)", p.describe(path), p.describe(imp))
 				}
 			}
 		}
@@ -222,17 +235,15 @@ func TestFloorPlan(t *testing.T) {
 
 	t.Run("forbidden links", func(t *testing.T) {
 		for _, path := range sorted(mustNotLink) {
-			banned := mustNotLink[path]
-			p, ok := pkgs[path]
+			pk, ok := pkgs[path]
 			if !ok {
-				t.Errorf("mustNotLink names %s, which go list does not know", path)
+				t.Errorf("mustNotLink names %s, which is not a package", path)
 				continue
 			}
-			for _, dep := range p.Deps {
-				rel := strings.TrimPrefix(dep, module)
-				for _, b := range banned {
-					if rel == b || strings.HasPrefix(rel, strings.TrimSuffix(b, "/")+"/") {
-						t.Errorf("%s links %s (through its imports; see go list -deps ./%s): it must not link %s", path, dep, path, b)
+			for _, dep := range pk.Deps {
+				for _, b := range mustNotLink[path] {
+					if links(dep, b) {
+						t.Errorf("%s links %s (see go list -deps ./%s): it must not link %s", path, dep, path, b)
 					}
 				}
 			}
@@ -242,8 +253,7 @@ func TestFloorPlan(t *testing.T) {
 	t.Run("waiting", func(t *testing.T) {
 		for _, w := range waiting {
 			for _, dep := range pkgs[w.pkg].Deps {
-				rel := strings.TrimPrefix(dep, module)
-				if rel == w.banned || strings.HasPrefix(rel, w.banned+"/") {
+				if links(dep, w.banned) {
 					t.Skipf("%s links %s: %s", w.pkg, dep, w.reason)
 				}
 			}
