@@ -315,3 +315,30 @@ func TestMetricVocabularyIsLive(t *testing.T) {
 		t.Fatalf("registered metric refused: %v %+v", err, res.Errors)
 	}
 }
+
+// A policy whose filter could not be built (gzip has no level 0) is
+// refused when it is added, at the parameter, and nothing is stored; the
+// tenant's PUTs keep working. It used to be stored as active and to fail
+// every PUT of the tenant with 500.
+func TestApplyRefusesUnbuildableFilterAtItsParameter(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	const text = "FOR TENANT t1 DO SET compression WITH engine=gzip, level=0"
+	stored, res, err := f.svc.Apply(ctx, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Valid || len(res.Errors) != 1 || len(stored) != 0 {
+		t.Fatalf("stored %v, result %+v", stored, res)
+	}
+	if d := res.Errors[0]; d.Line != 1 || d.Column != strings.Index(text, "level=")+1 || d.Message != "level 0: gzip takes 1-9" {
+		t.Fatalf("diagnostic %+v", d)
+	}
+	if list, err := f.store.ListPolicies(ctx); err != nil || len(list) != 0 {
+		t.Fatalf("policies stored: %v %v", list, err)
+	}
+	f.do(t, "PUT", "/docs/after", []byte("still written"), 200)
+	if got := f.do(t, "GET", "/docs/after", nil, 200); string(got) != "still written" {
+		t.Fatalf("GET: %q", got)
+	}
+}

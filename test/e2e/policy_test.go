@@ -598,3 +598,31 @@ func TestPolicyCompressionDetectsDamage(t *testing.T) {
 	}
 	assertContent(t, cl, "logs", "whole", body)
 }
+
+// A policy whose filter cannot be built is refused by `facet ctl policy
+// add` with the position of the parameter at fault, and nothing is
+// stored: before, it was listed as active and every PUT of the tenant
+// answered 500.
+func TestPolicyAddRefusesUnbuildableFilter(t *testing.T) {
+	srv := startServer(t, t.TempDir())
+	c := srv.createTenant(t, "t1")
+	cl := srv.sdk(c)
+	mkBucket(t, cl, "bkt")
+	const text = "FOR TENANT t1 DO SET compression WITH engine=gzip, level=0"
+	out, err := srv.ctl(t, "policy", "add", text)
+	if err == nil {
+		t.Fatalf("policy add exited 0:\n%s", out)
+	}
+	for _, want := range []string{fmt.Sprintf("1:%d: error: level 0: gzip takes 1-9", strings.Index(text, "level=")+1), "nothing was stored"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("policy add: want %q in\n%v\n%s", want, err, out)
+		}
+	}
+	if p := srv.policyList(t); len(p) != 0 {
+		t.Fatalf("policies stored: %+v", p)
+	}
+	body := logText("unbuildable", 64<<10)
+	if stored, _ := srv.putStored(t, cl, "t1", "bkt", "k", body); stored != int64(len(body)) {
+		t.Fatalf("PUT stored %d of %d bytes", stored, len(body))
+	}
+}
