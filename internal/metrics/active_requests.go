@@ -12,7 +12,7 @@ func ActiveRequests() Module { return activeRequests{} }
 type activeRequests struct{}
 
 func (activeRequests) Info() Info {
-	return Info{Name: "active_requests", Unit: policy.KindCount, Doc: "requests in flight", Merge: MergeSum}
+	return described("active_requests", MergeSum, policy.KindCount)
 }
 
 func (activeRequests) NewCell() Cell { return new(Gauge) }

@@ -1,9 +1,9 @@
 package metrics
 
 // Builtin returns Facet's workload metrics, in one explicit list: a new
-// metric is a file with its Module and a line here. Their names are the
-// DSL's metric vocabulary (policy.DefaultMetrics lists the same ones; a
-// test keeps the two in step).
+// metric is a line in policy.DefaultMetrics (its name, unit and doc: the
+// DSL's vocabulary, the one list of them), a file here with its Module and
+// a line below. Modules take their Info from that list (described).
 func Builtin() []Module {
 	return []Module{
 		Ops(),

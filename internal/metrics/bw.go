@@ -6,7 +6,7 @@ import (
 
 // BW is bw: bytes received and sent by every request, per second.
 func BW() Module {
-	return byteRate{name: "bw", doc: "bytes transferred (received and sent) per second", bytes: func(o *obs.Observation) int64 {
+	return newByteRate("bw", func(o *obs.Observation) int64 {
 		return o.BytesIn + o.BytesOut
-	}}
+	})
 }

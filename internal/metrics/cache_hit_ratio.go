@@ -14,8 +14,7 @@ func CacheHitRatio() Module { return cacheHitRatio{} }
 type cacheHitRatio struct{}
 
 func (cacheHitRatio) Info() Info {
-	return Info{Name: "cache_hit_ratio", Unit: policy.KindRatio,
-		Doc: "GETs served from the gateway's object cache over GETs under a caching policy", Merge: MergeMean}
+	return described("cache_hit_ratio", MergeMean, policy.KindRatio)
 }
 
 func (cacheHitRatio) NewCell() Cell { return new(Ratio) }

@@ -50,8 +50,7 @@ type compressibility struct {
 }
 
 func (*compressibility) Info() Info {
-	return Info{Name: "compressibility", Unit: policy.KindRatio,
-		Doc: "original over compressed size of write payloads (2 = halves), sampled with S2", Merge: MergeMean}
+	return described("compressibility", MergeMean, policy.KindRatio)
 }
 
 // compCell is a Ratio of original to compressed bytes that also

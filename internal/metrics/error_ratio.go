@@ -12,7 +12,7 @@ func ErrorRatio() Module { return errorRatio{} }
 type errorRatio struct{}
 
 func (errorRatio) Info() Info {
-	return Info{Name: "error_ratio", Unit: policy.KindRatio, Doc: "requests failed by the server (5xx) over all requests", Merge: MergeMean}
+	return described("error_ratio", MergeMean, policy.KindRatio)
 }
 
 func (errorRatio) NewCell() Cell { return new(Ratio) }

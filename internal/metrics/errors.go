@@ -13,7 +13,7 @@ func Errors() Module { return errorRate{} }
 type errorRate struct{}
 
 func (errorRate) Info() Info {
-	return Info{Name: "errors", Unit: policy.KindOpsRate, Doc: "requests failed by the server (5xx) per second", Merge: MergeSum}
+	return described("errors", MergeSum, policy.KindOpsRate)
 }
 
 func (errorRate) NewCell() Cell { return new(Counter) }

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"fmt"
+
 	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/policy"
 )
@@ -9,15 +11,36 @@ import (
 // bytes, a mean of their latency. A module file picks a shape and says
 // which requests count.
 
-// opRate counts matching requests as they start, per second.
-type opRate struct {
-	name, doc string
-	match     func(op string) bool
+// described returns a built-in metric's Info: its name, unit and doc are
+// the policy vocabulary's (policy.DefaultMetrics, the one list of them);
+// its merge, and the unit it measures in, are the module's. A name missing
+// from that list, or listed with another unit, is a programming error: it
+// panics when the built-in modules are made, which every test of this
+// package does.
+func described(name string, merge Merge, unit policy.ValueKind) Info {
+	for _, m := range policy.DefaultMetrics() {
+		if m.Name != name {
+			continue
+		}
+		if m.Unit != unit {
+			panic(fmt.Sprintf("metrics: policy.DefaultMetrics lists %s in %v; its module measures %v", name, m.Unit, unit))
+		}
+		return Info{Name: m.Name, Unit: m.Unit, Doc: m.Doc, Merge: merge}
+	}
+	panic(fmt.Sprintf("metrics: built-in metric %s is not in policy.DefaultMetrics", name))
 }
 
-func (m opRate) Info() Info {
-	return Info{Name: m.name, Unit: policy.KindOpsRate, Doc: m.doc, Merge: MergeSum}
+// opRate counts matching requests as they start, per second.
+type opRate struct {
+	info  Info
+	match func(op string) bool
 }
+
+func newOpRate(name string, match func(op string) bool) opRate {
+	return opRate{info: described(name, MergeSum, policy.KindOpsRate), match: match}
+}
+
+func (m opRate) Info() Info  { return m.info }
 func (opRate) NewCell() Cell { return new(Counter) }
 
 func (m opRate) Start(o *obs.Observation, cs Cells) {
@@ -31,13 +54,15 @@ func (m opRate) Start(o *obs.Observation, cs Cells) {
 // byteRate counts the bytes of matching requests when they end, per
 // second.
 type byteRate struct {
-	name, doc string
-	bytes     func(o *obs.Observation) int64
+	info  Info
+	bytes func(o *obs.Observation) int64
 }
 
-func (m byteRate) Info() Info {
-	return Info{Name: m.name, Unit: policy.KindByteRate, Doc: m.doc, Merge: MergeSum}
+func newByteRate(name string, bytes func(o *obs.Observation) int64) byteRate {
+	return byteRate{info: described(name, MergeSum, policy.KindByteRate), bytes: bytes}
 }
+
+func (m byteRate) Info() Info  { return m.info }
 func (byteRate) NewCell() Cell { return new(Counter) }
 
 func (m byteRate) Finish(o *obs.Observation, cs Cells) {
@@ -50,13 +75,15 @@ func (m byteRate) Finish(o *obs.Observation, cs Cells) {
 
 // meanLatency averages the duration of matching requests, in seconds.
 type meanLatency struct {
-	name, doc string
-	match     func(op string) bool
+	info  Info
+	match func(op string) bool
 }
 
-func (m meanLatency) Info() Info {
-	return Info{Name: m.name, Unit: policy.KindDuration, Doc: m.doc, Merge: MergeMean}
+func newMeanLatency(name string, match func(op string) bool) meanLatency {
+	return meanLatency{info: described(name, MergeMean, policy.KindDuration), match: match}
 }
+
+func (m meanLatency) Info() Info  { return m.info }
 func (meanLatency) NewCell() Cell { return &Mean{Scale: 1e-9} }
 
 func (m meanLatency) Finish(o *obs.Observation, cs Cells) {

@@ -14,7 +14,7 @@ func LatencyP99() Module { return latencyP99{} }
 type latencyP99 struct{}
 
 func (latencyP99) Info() Info {
-	return Info{Name: "latency_p99", Unit: policy.KindDuration, Doc: "99th percentile request latency", Merge: MergeMax}
+	return described("latency_p99", MergeMax, policy.KindDuration)
 }
 
 func (latencyP99) NewCell() Cell { return &Quantile{Q: 0.99, Scale: 1e-9} }

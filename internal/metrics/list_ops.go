@@ -3,5 +3,5 @@ package metrics
 // ListOps is list_ops: listings (buckets, objects, uploads, parts) per
 // second.
 func ListOps() Module {
-	return opRate{name: "list_ops", doc: "listings (buckets, objects, uploads, parts) per second", match: isList}
+	return newOpRate("list_ops", isList)
 }

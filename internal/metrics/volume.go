@@ -22,14 +22,13 @@ type Elsewhere interface {
 
 // volumeRate is a per-volume rate the block stage measures once per
 // second and publishes for targets "volume:NAME" (block.Manager).
-type volumeRate struct {
-	name, doc string
-	unit      policy.ValueKind
+type volumeRate struct{ info Info }
+
+func newVolumeRate(name string, unit policy.ValueKind) volumeRate {
+	return volumeRate{info: described(name, MergeSum, unit)}
 }
 
-func (m volumeRate) Info() Info {
-	return Info{Name: m.name, Unit: m.unit, Doc: m.doc, Merge: MergeSum}
-}
+func (m volumeRate) Info() Info { return m.info }
 
 // NewCell is never used by the collector (MeasuredBy); it returns a cell
 // that reads zero, so that a module list built elsewhere still works.

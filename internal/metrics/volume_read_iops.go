@@ -4,5 +4,5 @@ import "github.com/facet-sds/facet/internal/policy"
 
 // VolumeReadIOPS is volume_read_iops: read requests to the volume per second (block stage, per volume).
 func VolumeReadIOPS() Module {
-	return volumeRate{name: "volume_read_iops", unit: policy.KindOpsRate, doc: "read requests to the volume per second"}
+	return newVolumeRate("volume_read_iops", policy.KindOpsRate)
 }

@@ -4,5 +4,5 @@ import "github.com/facet-sds/facet/internal/policy"
 
 // VolumeWriteBW is volume_write_bw: bytes written to the volume per second (block stage, per volume).
 func VolumeWriteBW() Module {
-	return volumeRate{name: "volume_write_bw", unit: policy.KindByteRate, doc: "bytes written to the volume per second"}
+	return newVolumeRate("volume_write_bw", policy.KindByteRate)
 }

@@ -37,10 +37,11 @@ type MetricInfo struct {
 }
 
 // DefaultMetrics returns the workload metrics Facet's data plane measures
-// per target and period. It returns a new slice on every call. The request
-// metrics are internal/metrics's built-in modules (a test there keeps the
-// names, units and docs in step); stored_bytes and objects are storage
-// usage, which no module measures yet.
+// per target and period. It returns a new slice on every call. It is the
+// one list of their names, units and docs: internal/metrics's built-in
+// modules take theirs from it, and a test there checks that every metric
+// listed here has a module, except stored_bytes and objects (storage
+// usage, which no module measures yet).
 func DefaultMetrics() []MetricInfo {
 	return []MetricInfo{
 		{"get_ops", KindOpsRate, "object reads (GetObject) per second"},
