@@ -8,7 +8,7 @@
 // (between <!-- floors:begin --> and <!-- floors:end -->): one source, read
 // by the people who add packages and by this package's test. The package
 // has no code of its own; layering_test.go holds the checks and the link
-// rules (sealed, mustNotLink, waiting).
+// rules (sealed, mustNotLink).
 //
 // Only the imports of non-test files count: a test may reach upward (meta's
 // contract_test.go imports s3api to check that the Store fits it).

@@ -44,11 +44,6 @@ var mustNotLink = map[string][]string{
 	"internal/metrics": {"internal/s3api", "internal/s3select", "github.com/parquet-go/"},
 }
 
-// waiting are links that issue 19 removes in a part not landed yet: each is
-// checked like mustNotLink but skipped, with its reason, while the link is
-// still there. Move an entry to mustNotLink once its part lands.
-var waiting = []struct{ pkg, banned, reason string }{}
-
 type pkg struct {
 	ImportPath string
 	Imports    []string
@@ -248,16 +243,6 @@ func TestFloorPlan(t *testing.T) {
 					if links(dep, b) {
 						t.Errorf("%s links %s (see go list -deps ./%s): it must not link %s", path, dep, path, b)
 					}
-				}
-			}
-		}
-	})
-
-	t.Run("waiting", func(t *testing.T) {
-		for _, w := range waiting {
-			for _, dep := range pkgs[w.pkg].Deps {
-				if links(dep, w.banned) {
-					t.Skipf("%s links %s: %s", w.pkg, dep, w.reason)
 				}
 			}
 		}
