@@ -102,8 +102,9 @@ func newFixture(t *testing.T) *fixture {
 	if err := svc.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h := s3api.New(s3api.Config{Backend: backend, Buckets: store, Auth: fakeAuth{}, Pipelines: svc,
-		Decoders: dataplane.Decoders{Registry: reg, Env: filter.Env{Keys: k}}})
+	h := s3api.New(s3api.Config{Backend: backend, Buckets: store, Auth: fakeAuth{},
+		Data: dataplane.New(dataplane.Config{Backend: backend, Pipelines: svc,
+			Decoders: dataplane.Decoders{Registry: reg, Env: filter.Env{Keys: k}}})})
 	f := &fixture{store: store, counted: counted, svc: svc, s3: h, backend: backend}
 	f.do(t, "PUT", "/docs", nil, 200)
 	f.do(t, "PUT", "/logs", nil, 200)

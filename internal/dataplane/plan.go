@@ -1,10 +1,3 @@
-// Package dataplane owns what happens to a request's bytes between the S3
-// front end and the backend: it runs the resolved filter pipeline on a PUT
-// stream (gateway stage, then storage stage), records the reverse plan of
-// every reversible filter in the object's system metadata, and on GET
-// composes the decoders of that recorded plan — whatever the policies say
-// now — into a random-access view, so a Range GET reads only what the
-// range needs.
 package dataplane
 
 import (

@@ -22,8 +22,7 @@ type StepMeter interface {
 	Add(d time.Duration, bytes int64)
 }
 
-// PipelineSource resolves the pipeline of a PUT; control.Service is one,
-// and s3api.Pipelines has the same method.
+// PipelineSource resolves the pipeline of a PUT; control.Service is one.
 type PipelineSource interface {
 	ForPut(req *filter.Request) Pipeline
 }

@@ -127,9 +127,10 @@ func newGateway(t *testing.T, cfg Config, extra obs.Observer) *gateway {
 	reg := builtin.NewRegistry()
 	s3 := s3api.New(s3api.Config{
 		Backend: st, Buckets: &memBuckets{owner: map[string]string{}}, Auth: headerAuth{},
-		Pipelines: dataplane.Timed(zipBucket{reg}, exp),
-		Decoders:  dataplane.Decoders{Registry: reg, Observer: exp},
-		Observer:  Multi(exp, extra),
+		Data: dataplane.New(dataplane.Config{Backend: st,
+			Pipelines: dataplane.Timed(zipBucket{reg}, exp),
+			Decoders:  dataplane.Decoders{Registry: reg, Observer: exp}}),
+		Observer: Multi(exp, extra),
 	})
 	return &gateway{exp: exp, s3: s3, store: st,
 		admin: admin.New(admin.Config{Token: adminToken, Metrics: exp.Handler()})}

@@ -238,9 +238,9 @@ func (s *Server) deleteObjects(w http.ResponseWriter, req *request) error {
 			res.Errors = append(res.Errors, deleteErrorXML{Key: o.Key, Code: e.Code.Name, Message: e.Code.Message})
 			continue
 		}
-		err := s.deleteKept(req, req.target.bucket, o.Key)
-		s.changed(req.target.bucket, o.Key)
-		if err != nil {
+		t := req.dataTarget()
+		t.Key = o.Key
+		if err := s.data.Delete(req.Context(), t); err != nil {
 			e := s3err.As(err)
 			res.Errors = append(res.Errors, deleteErrorXML{Key: o.Key, Code: e.Code.Name, Message: e.Code.Message})
 			continue

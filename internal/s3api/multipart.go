@@ -1,10 +1,8 @@
 package s3api
 
 import (
-	"crypto/md5"
-	"encoding/hex"
 	"fmt"
-	"hash"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,7 +25,7 @@ func (s *Server) createMultipartUpload(w http.ResponseWriter, req *request) erro
 	if err != nil {
 		return err
 	}
-	if _, err := s.prepareMeta(req, &meta, -1, false); err != nil {
+	if err := s.data.EditMeta(req.Context(), req.dataTarget(), &meta); err != nil {
 		return err
 	}
 	if alg := strings.ToUpper(req.Header.Get("x-amz-checksum-algorithm")); alg != "" {
@@ -63,13 +61,16 @@ func (s *Server) uploadPart(w http.ResponseWriter, req *request) error {
 	if err != nil {
 		return storageErr(err, bucket, key)
 	}
-	in, err := s.receivePayload(req, maxPartSize, storage.ObjectMeta{}, up.Meta)
+	pl, err := s.receivePayload(req, maxPartSize)
 	if err != nil {
 		return err
 	}
-	part, err := s.backend.PutPart(writeContext(req), bucket, key, id, n, in)
+	size, _ := declaredLength(req)
+	part, err := s.data.PutPart(req.Context(), dataplane.PartRequest{
+		Target: req.dataTarget(), UploadID: id, Number: n, Upload: up.Meta, Size: size, Body: pl,
+	})
 	if err != nil {
-		return storageErr(err, bucket, key)
+		return err
 	}
 	w.Header().Set("ETag", quoteETag(part.ETag))
 	writeChecksumHeaders(w.Header(), part.Checksums)
@@ -113,38 +114,18 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, req *request) error {
 	if err != nil {
 		return storageErr(err, bucket, key)
 	}
-	rc, src, rng, err := s.openCopySource(req, func(info storage.ObjectInfo) (*storage.Range, error) {
-		return copySourceRange(req.Header.Get("x-amz-copy-source-range"), info.Meta.Size)
-	})
+	src, err := s.copySourceOf(req)
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
-	length := src.Meta.Size
-	if rng != nil {
-		length = rng.Length
-	}
-	if length > maxPartSize {
-		return s3err.New(s3err.EntityTooLarge)
-	}
-	h := md5.New()
-	counted := &countingReader{r: rc, h: h}
-	body, sealPlan, err := s.encodeForStorage(req, length, up.Meta, counted)
-	if err != nil {
-		return err
-	}
-	part, err := s.backend.PutPart(writeContext(req), bucket, key, id, n, storage.PutInput{
-		Body: body,
-		Seal: func(m *storage.ObjectMeta) error {
-			if counted.n != length {
-				return fmt.Errorf("copy source changed during copy: read %d of %d bytes", counted.n, length)
-			}
-			m.Size, m.ETag = length, hex.EncodeToString(h.Sum(nil))
-			return sealPlan(m)
+	part, err := s.data.CopyPart(ctx, dataplane.CopyPartRequest{
+		Target: req.dataTarget(), UploadID: id, Number: n, Upload: up.Meta, Source: src, Limit: maxPartSize,
+		Range: func(size int64) (*storage.Range, error) {
+			return copySourceRange(req.Header.Get("x-amz-copy-source-range"), size)
 		},
 	})
 	if err != nil {
-		return storageErr(err, bucket, key)
+		return err
 	}
 	return writeXML(w, http.StatusOK, copyPartResult{LastModified: isoTime(part.LastModified), ETag: quoteETag(part.ETag)})
 }
@@ -242,18 +223,12 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, req *request) er
 	}
 	meta.ETag = etag
 	meta.Checksums, meta.ChecksumType = multipartChecksum(up.Meta, chosen)
-	meta.System = withoutPlans(meta.System)
+	// The upload's checksum algorithm is the parts' concern only.
+	meta.System = maps.Clone(meta.System)
 	delete(meta.System, "checksum-algorithm")
-	if err := recordPartPlans(&meta, chosen); err != nil {
-		return s3err.Wrap(s3err.InternalError, err)
-	}
-	if len(meta.System) == 0 {
-		meta.System = nil
-	}
-	info, err := s.backend.CompleteUpload(writeContext(req), bucket, key, id, want, meta)
-	s.changed(bucket, key)
+	info, err := s.data.Complete(ctx, dataplane.CompleteRequest{Target: req.dataTarget(), UploadID: id, Parts: want, Chosen: chosen, Meta: meta})
 	if err != nil {
-		return storageErr(err, bucket, key)
+		return err
 	}
 	res := completeMultipartUploadResult{
 		Location: "/" + bucket + "/" + key, Bucket: bucket, Key: key, ETag: quoteETag(info.Meta.ETag),
@@ -272,28 +247,6 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, req *request) er
 		}
 	}
 	return writeXML(w, http.StatusOK, res)
-}
-
-// recordPartPlans keeps each part's reverse plan: parts are filtered one
-// by one, so the object is undone part by part.
-func recordPartPlans(meta *storage.ObjectMeta, parts []storage.Part) error {
-	plans := make([]dataplane.PartPlan, len(parts))
-	for i, p := range parts {
-		plan, err := dataplane.PlanOf(p.System)
-		if err != nil {
-			return fmt.Errorf("part %d: %w", p.Number, err)
-		}
-		plans[i] = dataplane.PartPlan{Size: p.Size, Stored: p.StoredSize, Plan: plan}
-	}
-	enc, err := dataplane.EncodeParts(plans)
-	if err != nil || enc == "" {
-		return err
-	}
-	if meta.System == nil {
-		meta.System = map[string]string{}
-	}
-	meta.System[dataplane.PartsKey] = enc
-	return nil
 }
 
 // multipartChecksum derives the object checksum of a multipart upload
@@ -481,18 +434,4 @@ func (s *Server) listMultipartUploads(w http.ResponseWriter, req *request) error
 		out.CommonPrefixes = append(out.CommonPrefixes, commonPrefixXML{Prefix: p.encode(c)})
 	}
 	return writeXML(w, http.StatusOK, out)
-}
-
-// countingReader counts and hashes what passes through it.
-type countingReader struct {
-	r interface{ Read([]byte) (int, error) }
-	h hash.Hash
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	c.h.Write(p[:n])
-	return n, err
 }

@@ -1,7 +1,6 @@
 package s3api
 
 import (
-	"context"
 	"io"
 
 	"github.com/facet-sds/facet/internal/s3api/checksum"
@@ -52,13 +51,4 @@ func readBody(req *request) ([]byte, error) {
 		return nil, err
 	}
 	return readBounded(p)
-}
-
-// writeContext is the context for a backend write. It is not cancelled
-// when the client's connection ends: net/http cancels a request's context
-// as soon as the client half-closes, which may come after the whole body
-// arrived. A client that leaves mid-body still aborts the write, because
-// reading the body then fails.
-func writeContext(req *request) context.Context {
-	return context.WithoutCancel(req.Context())
 }

@@ -4,34 +4,22 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/s3select"
 )
 
 const opSelectObjectContent operation = "SelectObjectContent"
 
-// selectEngine is the S3 Select engine requests run on.
-func (s *Server) selectEngine() s3select.Engine { return s3select.Native{} }
-
 // selectErr renders an S3 Select error that happened before the response
 // started: HTTP 400 with S3 Select's code.
-func selectErr(err error) error {
-	e := s3select.AsError(err)
-	status := http.StatusBadRequest
-	if e.Code == s3select.CodeInternalError {
-		status = http.StatusInternalServerError
-	}
-	return &s3err.Error{Code: s3err.Code{Name: e.Code, Status: status, Message: e.Message}, Err: e.Err}
-}
+func selectErr(err error) error { return dataplane.SelectError(err) }
 
-// selectObjectContent runs SelectObjectContent at the storage stage: over
-// the object's logical stream, after its recorded filters are undone, so
-// compressed and encrypted objects are queried as the client wrote them
-// and only the selected bytes leave the server.
+// selectObjectContent runs SelectObjectContent: the data plane runs the
+// query (dataplane.Plane.Select); its records, progress and end travel
+// in S3's event stream.
 func (s *Server) selectObjectContent(w http.ResponseWriter, req *request) error {
 	ctx := req.Context()
-	bucket, key := req.target.bucket, req.target.key
 	sreq, err := s3select.ParseRequest(req.body)
 	if err != nil {
 		var se *s3select.Error
@@ -40,34 +28,20 @@ func (s *Server) selectObjectContent(w http.ResponseWriter, req *request) error 
 		}
 		return selectErr(err)
 	}
-	prepared, err := s.selectEngine().Prepare(sreq)
+	sel, err := s.data.Select(ctx, dataplane.SelectRequest{Target: req.dataTarget(), Conditions: conditions(req.Header, ""), Query: sreq})
 	if err != nil {
-		return selectErr(err)
-	}
-	info, err := s.backend.HeadObject(ctx, bucket, key)
-	if err != nil {
-		return storageErr(err, bucket, key)
-	}
-	if err := evalConditions(req.Header, info, ""); err != nil {
 		return err
-	}
-	if err := s.bypassesTransforms(req, info, "SelectObjectContent"); err != nil {
-		return err
-	}
-	src, err := s.decoders.Logical(ctx, req.filterRequest(filter.MethodGet, info.Meta.Size, info.Meta), s.backend, info)
-	if err != nil {
-		return decodeErr(err, bucket, key)
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
 	ew := s3select.NewEventWriter(w)
 	sink := &flushingSink{ew: ew, w: w}
-	stats, err := prepared.Run(ctx, src, sink)
+	stats, err := sel.Run(ctx, sink)
 	if err != nil {
 		// The status line is sent: the error travels as an event.
 		e := s3select.AsError(err)
 		if e.Code == s3select.CodeInternalError {
-			s.log.ErrorContext(ctx, "select failed", "request_id", req.id, "bucket", bucket, "err", e.Err)
+			s.log.ErrorContext(ctx, "select failed", "request_id", req.id, "bucket", req.target.bucket, "err", e.Err)
 		}
 		req.obs.ErrCode = e.Code
 		_ = ew.Error(e.Code, e.Message)

@@ -1,7 +1,10 @@
 // Package s3api owns Facet's S3 front end: an http.Handler that parses the
 // path itself (keys may hold "//" and ".."), authenticates every request
 // with SigV4, enforces tenant ownership of buckets, and maps each S3
-// operation onto the storage backend. Errors are *s3err.Error values,
+// operation onto one entry point of the data plane (internal/dataplane:
+// object reads and writes, with their filters, cache and select) or, for
+// buckets, listings and uploads, onto the storage backend. It writes the
+// answer: headers, XML, the event stream. Errors are *s3err.Error values,
 // rendered in one place.
 package s3api
 
@@ -54,24 +57,13 @@ type Config struct {
 	Region string
 	// MaxObjectSize bounds a single PutObject (S3: 5 GiB).
 	MaxObjectSize int64
-	// Pipelines resolves filters per request; nil runs none.
-	Pipelines Pipelines
-	// Decoders undo the filters recorded in objects' metadata.
-	Decoders dataplane.Decoders
+	// Data moves objects' bytes: every object read and write goes
+	// through it. nil is a data plane over Backend without filters.
+	Data *dataplane.Plane
 	// Observer is told about every request; nil observes nothing.
 	Observer obs.Observer
 	// QoS admits requests and shapes their bytes (qos.go); nil admits all.
 	QoS admit.QoS
-	// RequestFilters resolves caching, tagging, metadata-guard and
-	// recycle-bin filters (requestfilters.go); nil runs none.
-	RequestFilters RequestFilters
-	// Cache is the node's object cache for caching filters; nil caches
-	// nothing.
-	Cache ObjectCache
-	// Trash keeps deleted objects for the recycle bin; nil keeps none.
-	Trash Trash
-	// Changes hears of every change to an object; nil tells no one.
-	Changes Changes
 }
 
 // Server is the S3 API. Each S3 operation is a method on it.
@@ -85,15 +77,9 @@ type Server struct {
 	maxPut  int64
 	now     func() time.Time
 
-	pipelines Pipelines
-	decoders  dataplane.Decoders
-	observer  obs.Observer
-	qos       admit.QoS
-
-	reqFilters RequestFilters
-	cache      ObjectCache
-	trash      Trash
-	changes    Changes
+	data     *dataplane.Plane
+	observer obs.Observer
+	qos      admit.QoS
 }
 
 // New returns a Server.
@@ -101,8 +87,10 @@ func New(cfg Config) *Server {
 	s := &Server{
 		backend: cfg.Backend, buckets: cfg.Buckets, auth: cfg.Auth, log: cfg.Logger,
 		domains: cfg.Domains, region: cfg.Region, maxPut: cfg.MaxObjectSize, now: time.Now,
-		pipelines: cfg.Pipelines, decoders: cfg.Decoders, observer: cfg.Observer, qos: cfg.QoS,
-		reqFilters: cfg.RequestFilters, cache: cfg.Cache, trash: cfg.Trash, changes: cfg.Changes,
+		data: cfg.Data, observer: cfg.Observer, qos: cfg.QoS,
+	}
+	if s.data == nil {
+		s.data = dataplane.New(dataplane.Config{Backend: cfg.Backend, Logger: cfg.Logger})
 	}
 	if s.observer == nil {
 		s.observer = noObserver{}
@@ -131,8 +119,6 @@ type request struct {
 	op        operation
 	cleanups  []func()
 	obs       obs.Observation
-	// putHooks are a PutObject's request filters (requestfilters.go).
-	putHooks *putHooks
 }
 
 // onDone registers f to run when the handler has returned.

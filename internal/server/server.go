@@ -205,7 +205,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return err
 	}
 	defer reqStores.close(logger)
-	var objCache s3api.ObjectCache
+	var objCache dataplane.ObjectCache
 	var cacheStatus admin.CacheReporter
 	if reqStores.cache != nil {
 		objCache, cacheStatus = reqStores.cache, nodeCache{reqStores.cache}
@@ -214,12 +214,15 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	self := admin.LocalNode(opts.Node, backend, cacheStatus)
 	qr.describe(self)
 	qr.reportDevices(backend)
+	data := dataplane.New(dataplane.Config{
+		Backend: backend, Logger: logger,
+		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
+		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash, Changes: reqStores.changes,
+	})
 	s3 := s3api.New(s3api.Config{
 		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
-		Domains: opts.Domains, Region: opts.Region, QoS: front,
-		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
-		Observer:       promexp.Multi(prom, work.observer()),
-		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash, Changes: reqStores.changes,
+		Domains: opts.Domains, Region: opts.Region, QoS: front, Data: data,
+		Observer: promexp.Multi(prom, work.observer()),
 	})
 	blk, err := startBlock(ctx, opts, store, policies, dataKeys, prom.Registry(), work.bus, logger)
 	if err != nil {

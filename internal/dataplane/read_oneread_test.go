@@ -1,4 +1,4 @@
-package s3api
+package dataplane
 
 import (
 	"bytes"
@@ -25,12 +25,12 @@ func (b *countingBackend) GetObject(_ context.Context, _, _ string, rng *storage
 	return io.NopCloser(bytes.NewReader(d)), storage.ObjectInfo{StoredSize: int64(len(b.data))}, nil
 }
 
-type closeCounter struct {
+type bodyCloses struct {
 	io.Reader
 	closed int
 }
 
-func (c *closeCounter) Close() error { c.closed++; return nil }
+func (c *bodyCloses) Close() error { c.closed++; return nil }
 
 func readSection(t *testing.T, h *heldStream, off, n int64) []byte {
 	t.Helper()
@@ -53,7 +53,7 @@ func readSection(t *testing.T, h *heldStream, off, n int64) []byte {
 func TestHeldStreamSequentialSections(t *testing.T) {
 	data := []byte("0123456789abcdefghij")
 	be := &countingBackend{data: data}
-	body := &closeCounter{Reader: bytes.NewReader(data)}
+	body := &bodyCloses{Reader: bytes.NewReader(data)}
 	h := &heldStream{Backend: be, bucket: "b", key: "k", info: storage.ObjectInfo{StoredSize: int64(len(data))}, rc: body}
 	if got := readSection(t, h, 0, 8); string(got) != "01234567" {
 		t.Fatalf("first part = %q", got)
@@ -79,7 +79,7 @@ func TestHeldStreamSequentialSections(t *testing.T) {
 
 	// A section closed early closes the stream; later opens go to the
 	// backend, release does not close it again.
-	body = &closeCounter{Reader: bytes.NewReader(data)}
+	body = &bodyCloses{Reader: bytes.NewReader(data)}
 	be.calls = 0
 	h = &heldStream{Backend: be, bucket: "b", key: "k", info: storage.ObjectInfo{StoredSize: int64(len(data))}, rc: body}
 	rc, _, _ := h.GetObject(context.Background(), "b", "k", &storage.Range{Start: 0, Length: 10})

@@ -1,29 +1,26 @@
-package s3api
+package dataplane
 
 import (
 	"context"
 	"io"
-	"net/http"
-	"strconv"
 	"sync"
 
-	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/storage"
 )
 
 // A GET of a whole object that no request filter can apply to is served
 // from ONE backend read: storage.Backend.GetObject returns the object's
-// metadata with its stream, both of the same version, so the headers
-// (conditions, ETag, length, reverse plan) always describe the bytes sent,
-// with no window for an overwrite between a metadata read and a data read.
-// Over a remote store that is one round trip instead of two (HeadObject
-// then GetObject). Ranges (whose bounds need the logical size first),
-// partNumber, revalidations (If-None-Match, If-Modified-Since) and
-// objects some GET filter could apply to (caching, select, GET
+// metadata with its stream, both of the same version, so the answer
+// (conditions, ETag, length, reverse plan) always describes the bytes
+// sent, with no window for an overwrite between a metadata read and a
+// data read. Over a remote store that is one round trip instead of two
+// (HeadObject then GetObject). Ranges (whose bounds need the logical size
+// first), partNumber, revalidations (If-None-Match, If-Modified-Since)
+// and objects some GET filter could apply to (caching, select, GET
 // transforms, which decide from the object's metadata) keep the
-// metadata-first path of getObject, but for caching alone over an object
-// the cache holds nothing of (get_cachemiss.go).
+// metadata-first path of Get, but for caching alone over an object the
+// cache holds nothing of (read_cachemiss.go).
 
 // filterBound is what RequestFilters may also answer: whether any filter
 // could be in force for a request, before the object's metadata is known
@@ -34,64 +31,84 @@ type filterBound interface {
 
 // oneReadGet reports whether a GET can open the object before reading its
 // metadata.
-func (s *Server) oneReadGet(req *request, partNumber int) bool {
+func (p *Plane) oneReadGet(req GetRequest) bool {
 	// A revalidation is likely answered 304 without a body: reading the
 	// metadata first then costs no data read.
-	if partNumber > 0 || req.Header.Get("Range") != "" ||
-		req.Header.Get("If-None-Match") != "" || req.Header.Get("If-Modified-Since") != "" {
+	if req.PartNumber > 0 || req.Range != "" || req.Conditions.Revalidation() {
 		return false
 	}
-	if s.reqFilters == nil {
+	if p.reqFilters == nil {
 		return true
 	}
-	fb, ok := s.reqFilters.(filterBound)
+	fb, ok := p.reqFilters.(filterBound)
 	if !ok {
 		return false
 	}
 	freq := req.filterRequest(filter.MethodGet, -1, storage.ObjectMeta{})
-	return !fb.MayFilter(freq) || s.cacheCannotHit(req, freq)
+	return !fb.MayFilter(freq) || p.cacheCannotHit(req.Target, freq)
 }
 
 // getOneRead answers a GET from one backend GetObject.
-func (s *Server) getOneRead(w http.ResponseWriter, req *request) error {
-	ctx := req.Context()
-	bucket, key := req.target.bucket, req.target.key
-	rc, info, err := s.backend.GetObject(ctx, bucket, key, nil)
+func (p *Plane) getOneRead(ctx context.Context, req GetRequest) (GetResult, error) {
+	var res GetResult
+	bucket, key := req.Bucket, req.Key
+	rc, info, err := p.backend.GetObject(ctx, bucket, key, nil)
 	if err != nil {
-		return storageErr(err, bucket, key)
+		return res, S3Error(err, bucket, key)
 	}
-	held := &heldStream{Backend: s.backend, bucket: bucket, key: key, info: info, rc: rc}
-	defer held.release()
-	if err := checkGetConditions(w, req, info); err != nil {
-		return err
+	held := &heldStream{Backend: p.backend, bucket: bucket, key: key, info: info, rc: rc}
+	closers := []func() error{held.release}
+	fail := func(err error) (GetResult, error) {
+		closeAllFuncs(closers)
+		return res, err
 	}
-	writeGetHeaders(w.Header(), req, info, true)
-	w.Header().Set("Content-Length", strconv.FormatInt(info.Meta.Size, 10))
+	res.Info = info
+	if err := req.Conditions.eval(info, false); err != nil {
+		return fail(err)
+	}
+	res.Whole, res.Length = true, info.Meta.Size
 	var body io.Reader = rc
-	if dataplane.Transformed(info.Meta) {
+	if Transformed(info.Meta) {
 		// The decoders read the stored stream through held: the span
 		// they open first is the stream already open.
-		logical, err := s.openLogicalFrom(ctx, req, held, info, nil)
+		logical, err := p.openLogical(ctx, req.Target, held, info, nil)
 		if err != nil {
-			resetHeaders(w.Header())
-			return decodeErr(err, bucket, key)
+			return fail(decodeErr(err, bucket, key))
 		}
-		defer logical.Close()
+		closers = append(closers, logical.Close)
 		body = logical
 	}
-	if fr := s.admitOnRead(w, req, info, body); fr != nil {
-		defer fr.Close()
+	if fr := p.admitOnRead(req.Target, info, body, &res.Cache); fr != nil {
+		closers = append(closers, fr.Close)
 		body = fr
 	}
-	return s.sendObject(w, req, info, body, http.StatusOK, info.Meta.Size)
+	if len(closers) == 1 {
+		// rc alone: handed on as it is, so that its file can be sent as
+		// it stands (sendfile).
+		res.Body = rc
+	} else {
+		res.Body = readCloser{Reader: body, close: func() error { closeAllFuncs(closers); return nil }}
+	}
+	var err2 error
+	if res.Body, err2 = peekDecoded(info, res.Body, res.Length); err2 != nil {
+		return res, err2
+	}
+	return res, nil
+}
+
+// closeAllFuncs runs closers last first.
+func closeAllFuncs(cs []func() error) {
+	for i := len(cs) - 1; i >= 0; i-- {
+		_ = cs[i]()
+	}
 }
 
 // heldStream is a storage.Backend for the decoders of one GET whose
 // stored stream is already open: the opens that read it sequentially from
 // where it stands (the whole object, or a multipart object's parts in
 // order) are served from it, any other open goes to the backend. The
-// version check of dataplane.StoredSource holds: the info handed back is
-// the stream's own.
+// version check of StoredSource holds: the info handed back is the
+// stream's own.
 type heldStream struct {
 	storage.Backend
 	bucket, key string
@@ -119,13 +136,14 @@ func (h *heldStream) GetObject(ctx context.Context, bucket, key string, rng *sto
 }
 
 // release closes the stream unless a section still reads it.
-func (h *heldStream) release() {
+func (h *heldStream) release() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.rc != nil && !h.busy {
 		h.rc.Close()
 		h.rc = nil
 	}
+	return nil
 }
 
 // heldSection reads the next left bytes of a held stream. Closed after

@@ -1,0 +1,8 @@
+package s3api
+
+import "github.com/facet-sds/facet/internal/dataplane"
+
+// dataTarget names req's object to the data plane.
+func (req *request) dataTarget() dataplane.Target {
+	return dataplane.Target{Tenant: req.tenant, Bucket: req.target.bucket, Key: req.target.key, Context: dataplane.ContextHeaders(req.Header)}
+}
