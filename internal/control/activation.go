@@ -76,7 +76,7 @@ func (s *Service) SetActivation(ctx context.Context, id string, active bool, rea
 	s.desired[id] = active
 	if cur.table.Active(id) != active {
 		next := &state{version: cur.version, compiled: cur.compiled, dataKeys: cur.dataKeys,
-			groups: cur.groups, stored: cur.stored, registry: cur.registry}
+			groups: cur.groups, stored: cur.stored, registry: cur.registry, decoders: cur.decoders}
 		if err := s.activate(next); err != nil {
 			s.loadMu.Unlock()
 			return err

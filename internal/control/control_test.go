@@ -343,3 +343,23 @@ func TestApplyRefusesUnbuildableFilterAtItsParameter(t *testing.T) {
 		t.Fatalf("GET: %q", got)
 	}
 }
+
+// Reverse plans are undone by decoders provisioned when the registry
+// loaded, not built per GET; filters that are not reversible have none.
+func TestDecodersAreReady(t *testing.T) {
+	f := newFixture(t)
+	for _, name := range []string{"compression", "encryption", "noop"} {
+		in, dec, ok := f.svc.Decoder(name)
+		if !ok || in.Name != name || dec == nil {
+			t.Errorf("%s: no ready decoder (%v, %v)", name, in, ok)
+		}
+		if in2, dec2, _ := f.svc.Decoder(name); in2 != in || dec2 != dec {
+			t.Errorf("%s: a new decoder per call", name)
+		}
+	}
+	for _, name := range []string{"caching", "tagging", "nosuch"} {
+		if _, _, ok := f.svc.Decoder(name); ok {
+			t.Errorf("%s: has a decoder", name)
+		}
+	}
+}

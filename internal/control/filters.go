@@ -41,3 +41,39 @@ func (s *Service) generation(ctx context.Context, entries []meta.FilterEntry) *f
 func (s *Service) Lookup(name string) (*filter.Info, bool) {
 	return s.state.Load().registry.Lookup(name)
 }
+
+// Decoder returns the filter named name in the registry in force and its
+// decoder, provisioned when that registry loaded (dataplane.DecoderLookup):
+// reverse plans are undone by ready instances. false when the filter is
+// unknown or its decoder could not be provisioned here.
+func (s *Service) Decoder(name string) (*filter.Info, filter.Decoder, bool) {
+	st := s.state.Load()
+	dec, ok := st.decoders[name]
+	if !ok {
+		return nil, nil, false
+	}
+	in, _ := st.registry.Lookup(name)
+	return in, dec, true
+}
+
+// provisionDecoders builds a decoder of every reversible filter of reg,
+// with default parameters: a record carries what its undoing needs. A
+// filter that cannot be provisioned here is left out; the data plane
+// then builds it per request and reports why it cannot.
+func (s *Service) provisionDecoders(reg *filter.Registry) map[string]filter.Decoder {
+	out := map[string]filter.Decoder{}
+	for _, name := range reg.Names() {
+		in, _ := reg.Lookup(name)
+		if !in.Reversible || in.Config == nil {
+			continue
+		}
+		f, err := in.New(nil, s.env)
+		if err != nil {
+			continue
+		}
+		if dec, ok := f.(filter.Decoder); ok {
+			out[name] = dec
+		}
+	}
+	return out
+}

@@ -66,6 +66,8 @@ type state struct {
 	// registry holds the native filters plus this generation's run-time
 	// registered ones (WASM): the table was checked against it.
 	registry *filter.Registry
+	// decoders are the registry's reversible filters' decoders, ready.
+	decoders map[string]filter.Decoder
 	table    *policy.Table
 	compiled *policy.Compiled
 	// dataKeys maps tenant to its current data-key id.
@@ -214,7 +216,7 @@ func (s *Service) Reload(ctx context.Context) error {
 	for _, k := range snap.DataKeys {
 		dk[k.Tenant] = k.Current
 	}
-	st := &state{version: snap.Version, registry: reg, compiled: compiled, dataKeys: dk, groups: groups, stored: stored}
+	st := &state{version: snap.Version, registry: reg, decoders: s.provisionDecoders(reg), compiled: compiled, dataKeys: dk, groups: groups, stored: stored}
 	if err := s.activate(st); err != nil {
 		return err
 	}

@@ -95,6 +95,14 @@ type FilterLookup interface {
 	Lookup(name string) (*filter.Info, bool)
 }
 
+// DecoderLookup is a FilterLookup that also holds ready decoders,
+// provisioned when its registry loaded (the policy service): Open uses
+// them instead of building an instance per request.
+type DecoderLookup interface {
+	FilterLookup
+	Decoder(name string) (*filter.Info, filter.Decoder, bool)
+}
+
 // LogicalOutput is what a PUT pipeline's transformers made of the body:
 // the object as clients will read it back, whose size and MD5 replace the
 // client's (a redaction filter shortens the text it masks).
@@ -166,20 +174,9 @@ func (d Decoders) Open(ctx context.Context, req *filter.Request, plan Plan, stor
 	for i := len(plan.Records) - 1; i >= 0; i-- {
 		rec := plan.Records[i]
 		k, start := len(plan.Records)-1-i, clock.begin()
-		info, ok := d.Registry.Lookup(rec.Filter)
-		if !ok {
-			return nil, fmt.Errorf("object was written through filter %q: %w", rec.Filter, ErrFilterUnavailable)
-		}
-		if rec.Version > info.Version {
-			return nil, fmt.Errorf("object was written by %s version %d, this server has version %d: %w", rec.Filter, rec.Version, info.Version, ErrFilterUnavailable)
-		}
-		inst, err := info.New(defaults(info), d.Env)
+		_, dec, err := d.decoder(rec)
 		if err != nil {
-			return nil, fmt.Errorf("instantiate %s: %w", rec.Filter, err)
-		}
-		dec, ok := inst.(filter.Decoder)
-		if !ok {
-			return nil, fmt.Errorf("filter %s recorded a reverse plan but cannot decode", rec.Filter)
+			return nil, err
 		}
 		if src, err = dec.Decode(ctx, req, rec, src); err != nil {
 			return nil, fmt.Errorf("undo %s: %w", rec.Filter, err)
@@ -191,13 +188,36 @@ func (d Decoders) Open(ctx context.Context, req *filter.Request, plan Plan, stor
 	return src, nil
 }
 
-// defaults returns a filter's default parameters.
-func defaults(info *filter.Info) filter.Params {
-	p := filter.Params{}
-	for _, ps := range info.Params {
-		if ps.Default != "" {
-			p[ps.Name] = ps.Default
+// decoder returns the filter that can undo rec: a ready one when the
+// registry holds them, else one built now with default parameters.
+func (d Decoders) decoder(rec filter.Record) (*filter.Info, filter.Decoder, error) {
+	var (
+		info  *filter.Info
+		dec   filter.Decoder
+		ready bool
+	)
+	if dl, ok := d.Registry.(DecoderLookup); ok {
+		info, dec, ready = dl.Decoder(rec.Filter)
+	}
+	if !ready {
+		var ok bool
+		if info, ok = d.Registry.Lookup(rec.Filter); !ok {
+			return nil, nil, fmt.Errorf("object was written through filter %q: %w", rec.Filter, ErrFilterUnavailable)
 		}
 	}
-	return p
+	if rec.Version > info.Version {
+		return nil, nil, fmt.Errorf("object was written by %s version %d, this server has version %d: %w", rec.Filter, rec.Version, info.Version, ErrFilterUnavailable)
+	}
+	if ready {
+		return info, dec, nil
+	}
+	inst, err := info.New(nil, d.Env) // defaults apply
+	if err != nil {
+		return nil, nil, fmt.Errorf("instantiate %s: %w", rec.Filter, err)
+	}
+	dec, ok := inst.(filter.Decoder)
+	if !ok {
+		return nil, nil, fmt.Errorf("filter %s recorded a reverse plan but cannot decode", rec.Filter)
+	}
+	return info, dec, nil
 }
