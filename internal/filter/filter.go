@@ -4,6 +4,11 @@
 // how a reversible filter's transform is undone on GET — over any byte
 // range, at a cost proportional to the range.
 //
+// A filter is loaded in three steps (module.go): its parameters decode
+// into a typed configuration, which validates them when a policy is
+// checked and provisions the ready instance when the policy table
+// compiles, so the request path only calls ready instances.
+//
 // It holds no filter: the native ones live in internal/filter/native, the
 // select filter beside its engine in internal/s3select/selectfilter, WASM
 // modules in internal/filter/wasm, and the one explicit list of what the
