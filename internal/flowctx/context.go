@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/facet-sds/facet/internal/qos"
@@ -166,15 +167,33 @@ func validValue(v string) bool {
 // [a-z0-9][a-z0-9_.-]* (qos.ValidClassName: the classes are flows there).
 func ValidClass(s string) bool { return qos.ValidClassName(s) }
 
+// FromHeader reads a request's x-facet-context; present is false when it
+// has none. The error says what is wrong and names the header: a front
+// end refuses the request with it (S3: 400 InvalidArgument), before it
+// changes anything.
+func FromHeader(h http.Header) (c Context, present bool, err error) {
+	vs, ok := h[Header]
+	if !ok {
+		return Context{}, false, nil
+	}
+	if c, err = Parse(strings.Join(vs, ";")); err != nil {
+		return Context{}, false, fmt.Errorf("%w (header %s)", err, Header)
+	}
+	return c, true, nil
+}
+
 type ctxKey struct{}
 
-// Request is what classification reads of a request, carried in its
-// context from the front door to the point where the tenant is known.
+// Request is what classification reads of a request. The front end fills
+// it from what it parsed (the target, the header) and carries it in the
+// request's context to admission, where the tenant is known and the
+// request is classified.
 type Request struct {
 	// Context is the parsed header; Present reports whether there was one.
 	Context Context
 	Present bool
-	// BucketKey is "bucket/key" (or "bucket/" for bucket operations).
+	// BucketKey is "bucket/key" (or "bucket/" for bucket operations), as
+	// the front end parsed it from the path or the Host.
 	BucketKey string
 	UserAgent string
 	// Meta returns the value of x-amz-meta-NAME (NAME lower-case).

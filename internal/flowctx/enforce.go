@@ -207,7 +207,7 @@ func (e *Enforcer) background(class string) int {
 	return -1
 }
 
-// Admit classifies the request (its context was set by Middleware) and
+// Admit classifies the request (the front end put its Request in ctx) and
 // shapes its bytes through its class's flow, then through the next stage.
 func (e *Enforcer) Admit(ctx context.Context, tenant, method string) (admit.Shaper, error) {
 	r := From(ctx)

@@ -14,6 +14,18 @@ type target struct {
 	key    string
 	// hasKey distinguishes "/bucket/" (no key) from "/bucket/k".
 	hasKey bool
+	// slash is set when a "/" follows the bucket: "/bucket/" path style,
+	// and every virtual-host request (the bucket is the Host's).
+	slash bool
+}
+
+// classKey is "bucket/key" as context rules' prefixes see it: "bucket/"
+// or "bucket" for a bucket operation, as the request wrote it.
+func (t target) classKey() string {
+	if !t.slash {
+		return t.bucket
+	}
+	return t.bucket + "/" + t.key
 }
 
 // parseTarget reads bucket and key from r without cleaning the path: S3 keys
@@ -23,7 +35,7 @@ type target struct {
 func parseTarget(host, escapedPath string, domains []string) (target, error) {
 	var t target
 	if b, ok := bucketFromHost(host, domains); ok {
-		t.bucket = b
+		t.bucket, t.slash = b, true
 		p := strings.TrimPrefix(escapedPath, "/")
 		if p == "" {
 			return t, nil
@@ -44,7 +56,7 @@ func parseTarget(host, escapedPath string, domains []string) (target, error) {
 	if err != nil {
 		return t, err
 	}
-	t.bucket = bucket
+	t.bucket, t.slash = bucket, hasSlash
 	if !hasSlash || rawKey == "" {
 		return t, nil
 	}

@@ -16,17 +16,17 @@ func TestParseTarget(t *testing.T) {
 	}{
 		{"127.0.0.1:9000", "/", target{}},
 		{"127.0.0.1:9000", "/b1", target{bucket: "b1"}},
-		{"127.0.0.1:9000", "/b1/", target{bucket: "b1"}},
-		{"127.0.0.1:9000", "/b1/k", target{bucket: "b1", key: "k", hasKey: true}},
-		{"127.0.0.1:9000", "/b1/a//b", target{bucket: "b1", key: "a//b", hasKey: true}},
-		{"127.0.0.1:9000", "/b1/../x", target{bucket: "b1", key: "../x", hasKey: true}},
-		{"127.0.0.1:9000", "/b1/./a/./", target{bucket: "b1", key: "./a/./", hasKey: true}},
-		{"127.0.0.1:9000", "/b1/%E2%82%AC%20x+y%25", target{bucket: "b1", key: "€ x+y%", hasKey: true}},
-		{"127.0.0.1:9000", "/b1/a%2Fb", target{bucket: "b1", key: "a/b", hasKey: true}},
-		{"b1.localhost:9000", "/", target{bucket: "b1"}},
-		{"b1.localhost:9000", "/k/../j", target{bucket: "b1", key: "k/../j", hasKey: true}},
-		{"my.bucket.s3.example.com", "/k", target{bucket: "my.bucket", key: "k", hasKey: true}},
-		{"localhost:9000", "/b1/k", target{bucket: "b1", key: "k", hasKey: true}},
+		{"127.0.0.1:9000", "/b1/", target{bucket: "b1", slash: true}},
+		{"127.0.0.1:9000", "/b1/k", target{bucket: "b1", key: "k", hasKey: true, slash: true}},
+		{"127.0.0.1:9000", "/b1/a//b", target{bucket: "b1", key: "a//b", hasKey: true, slash: true}},
+		{"127.0.0.1:9000", "/b1/../x", target{bucket: "b1", key: "../x", hasKey: true, slash: true}},
+		{"127.0.0.1:9000", "/b1/./a/./", target{bucket: "b1", key: "./a/./", hasKey: true, slash: true}},
+		{"127.0.0.1:9000", "/b1/%E2%82%AC%20x+y%25", target{bucket: "b1", key: "€ x+y%", hasKey: true, slash: true}},
+		{"127.0.0.1:9000", "/b1/a%2Fb", target{bucket: "b1", key: "a/b", hasKey: true, slash: true}},
+		{"b1.localhost:9000", "/", target{bucket: "b1", slash: true}},
+		{"b1.localhost:9000", "/k/../j", target{bucket: "b1", key: "k/../j", hasKey: true, slash: true}},
+		{"my.bucket.s3.example.com", "/k", target{bucket: "my.bucket", key: "k", hasKey: true, slash: true}},
+		{"localhost:9000", "/b1/k", target{bucket: "b1", key: "k", hasKey: true, slash: true}},
 	}
 	for _, c := range cases {
 		got, err := parseTarget(c.host, c.path, domains)
@@ -36,6 +36,19 @@ func TestParseTarget(t *testing.T) {
 	}
 	if _, err := parseTarget("h", "/b/%zz", domains); err == nil {
 		t.Error("bad escape accepted")
+	}
+	// Context rules see "bucket/key" as the request wrote it.
+	for _, c := range []struct{ host, path, want string }{
+		{"127.0.0.1:9000", "/", ""},
+		{"127.0.0.1:9000", "/b1", "b1"},
+		{"127.0.0.1:9000", "/b1/", "b1/"},
+		{"127.0.0.1:9000", "/b1/a%2Fb", "b1/a/b"},
+		{"b1.localhost:9000", "/", "b1/"},
+		{"b1.localhost:9000", "/k/../j", "b1/k/../j"},
+	} {
+		if got, _ := parseTarget(c.host, c.path, domains); got.classKey() != c.want {
+			t.Errorf("classKey(%q, %q) = %q, want %q", c.host, c.path, got.classKey(), c.want)
+		}
 	}
 }
 

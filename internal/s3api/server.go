@@ -21,6 +21,7 @@ import (
 
 	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/dataplane"
+	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/storage"
@@ -229,6 +230,12 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, req *request) error {
+	// A malformed x-facet-context is refused before anything else, even
+	// authentication: it changes nothing.
+	fc, present, err := flowctx.FromHeader(req.Header)
+	if err != nil {
+		return &s3err.Error{Code: s3err.InvalidArgument, Message: err.Error(), Err: err}
+	}
 	t, err := parseTarget(req.Host, req.URL.EscapedPath(), s.domains)
 	if err != nil {
 		return s3err.Newf(s3err.InvalidURI, "Couldn't parse the specified URI.")
@@ -240,6 +247,13 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 	}
 	req.query = q
 	req.op = resolveOperation(req.Request, t, q)
+	// What request classification reads (flowctx, at admission), from
+	// this one parse of the request.
+	h := req.Header
+	req.Request = req.WithContext(flowctx.With(req.Context(), &flowctx.Request{
+		Context: fc, Present: present, BucketKey: t.classKey(), UserAgent: req.UserAgent(),
+		Meta: func(name string) string { return h.Get("X-Amz-Meta-" + name) },
+	}))
 
 	tenant, accessKey, body, err := s.auth.Authenticate(req.Request)
 	if err != nil {

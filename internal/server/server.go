@@ -26,7 +26,6 @@ import (
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/fleet"
-	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/promexp"
@@ -245,7 +244,7 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 		return fmt.Errorf("listen admin: %w", err)
 	}
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
-	s3srv := &http.Server{Handler: flowctx.Middleware(s3, opts.Domains), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}
+	s3srv := &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}
 	adminSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
 	mountDashboard(ctx, adminSrv, adminHandler, token, store, work.agg, logger)
 
