@@ -376,7 +376,6 @@ func (Descriptions) Load(_ context.Context, entries []meta.FilterEntry) ([]*filt
 			continue
 		}
 		in := spec.Info()
-		in.Config = func() filter.Provisioner { return &described{info: &in} }
 		out = append(out, &in)
 	}
 	return out, errors.Join(errs...)
@@ -387,9 +386,9 @@ func (Descriptions) Load(_ context.Context, entries []meta.FilterEntry) ([]*filt
 // provisioning it fails.
 type described struct {
 	Params filter.Params `param:"*"`
-	info   *filter.Info
+	name   string
 }
 
 func (d *described) Provision(filter.Env) (filter.Filter, error) {
-	return nil, fmt.Errorf("wasm filter %q: %w", d.info.Name, filter.ErrNotHere)
+	return nil, fmt.Errorf("wasm filter %q: %w", d.name, filter.ErrNotHere)
 }

@@ -234,8 +234,12 @@ func (s *Spec) Module(v int) (ModuleRef, bool) {
 	return s.Modules[i], true
 }
 
-// Info is the filter's registry description, without its constructor.
+// Info is the filter's registry description. Its configuration checks
+// parameters as a loaded module's does, but provisions nothing: loading
+// the module (newInfo) gives the one that runs it.
 func (s *Spec) Info() filter.Info {
+	name := s.Name
 	return filter.Info{Name: s.Name, Version: s.Version, Kind: SpecKind, Methods: slices.Clone(s.Methods),
-		Stages: slices.Clone(s.Stages), Reversible: s.Reversible, Params: slices.Clone(s.Params), Doc: s.Doc, Owner: s.Owner}
+		Stages: slices.Clone(s.Stages), Reversible: s.Reversible, Params: slices.Clone(s.Params), Doc: s.Doc, Owner: s.Owner,
+		Config: func() filter.Provisioner { return &described{name: name} }}
 }
