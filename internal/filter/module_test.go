@@ -57,7 +57,7 @@ func TestDecodeAppliesDefaultsAndTypes(t *testing.T) {
 func TestConfigureRefuses(t *testing.T) {
 	for want, p := range map[string]Params{
 		`t: unknown parameter "x" (known: mode, level, size, on, wait, share)`: {"x": "1"},
-		`t: level=10 out of range 0..9`:                                       {"level": "10"},
+		`t: level=10 out of range 0..9`:                                        {"level": "10"},
 		`t: mode="c": want one of a, b`:                                        {"mode": "c"},
 		`t: level 7: not 7`:                                                    {"level": "7"},
 	} {
