@@ -101,7 +101,7 @@ const ParamsField = "*"
 // tagged `param:"*"` receives them all. A declared parameter with no
 // field is a programming error, reported as an error.
 func Decode(in *Info, p Params, dst any) error {
-	vals, err := ResolveParams(in, p)
+	vals, err := resolveParams(in, p)
 	if err != nil {
 		return err
 	}

@@ -9,12 +9,12 @@ import (
 	"time"
 )
 
-// ResolveParams checks p against in's parameter specs and returns a copy
-// with defaults applied. Constructors call it so that an instance is never
-// built from a value the registry would refuse, whoever called New: the
-// policy compiler has checked already, but a reverse plan or a test may
-// not have. Values are the canonical strings Params documents.
-func ResolveParams(in *Info, p Params) (Params, error) {
+// resolveParams checks p against in's parameter specs and returns a copy
+// with defaults applied. Decode calls it so that a configuration is never
+// built from a value the registry would refuse, whoever configures it: the
+// policy checker has checked already, but a test may not have. Values are
+// the canonical strings Params documents.
+func resolveParams(in *Info, p Params) (Params, error) {
 	out := make(Params, len(in.Params))
 	for name, v := range p {
 		i := slices.IndexFunc(in.Params, func(ps ParamSpec) bool { return ps.Name == name })
