@@ -196,13 +196,13 @@ type MetaEditor interface {
 
 // RequestOnly marks a filter that acts on the request rather than on its
 // stream (caching, tagging, the metadata guard, the recycle bin): a PUT
-// pipeline passes it by, and the S3 front end runs it.
+// pipeline passes it by, and the data plane runs it (dataplane.Plane).
 type RequestOnly interface {
 	Filter
 	RequestOnly()
 }
 
-// CacheSettings are what a caching filter tells the S3 front end, which
+// CacheSettings are what a caching filter tells the data plane, which
 // drives the node's cache store with them.
 type CacheSettings struct {
 	// Size bounds the bytes this policy may keep on the node's disk.

@@ -5,7 +5,7 @@
 // its index across restarts, and stays coherent across gateways.
 //
 // Coherence. A cached entry is tagged with the object version it holds
-// (its ETag and size, which identify its bytes: see Version). The S3 front end reads the object's
+// (its ETag and size, which identify its bytes: see Version). The data plane reads the object's
 // metadata from the backend at the start of every GET (it needs it for the
 // headers and conditions anyway), and Open serves an entry only when its
 // tag equals that metadata. A PUT is acknowledged only once the backend
@@ -473,7 +473,7 @@ func (s *Store) removeLocked(k string, e *entry) {
 }
 
 // Changed drops the local entry of bucket/key and tells the other
-// gateways to drop theirs. The S3 front end calls it after every change
+// gateways to drop theirs. The data plane calls it after every change
 // to an object (PUT, copy, multipart completion, DELETE, metadata
 // replacement, restore from the recycle bin), before answering.
 func (s *Store) Changed(bucket, key string) {

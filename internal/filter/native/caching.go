@@ -8,7 +8,7 @@ import (
 // reverse filters) on the gateway's local fast disk, and serves GETs and
 // Range GETs from there. The filter itself only carries its settings: the
 // node's cache store (internal/filter/cache) does the work, driven by the
-// S3 front end, because a hit must bypass the backend read altogether
+// data plane (internal/dataplane), because a hit must bypass the backend read altogether
 // rather than transform its stream.
 const (
 	cachingName    = "caching"
