@@ -200,3 +200,14 @@ func setField(fv reflect.Value, v string) error {
 // the filter at all (a controller checks and compiles policies naming
 // WASM filters but has no runtime): such hosts expect it.
 var ErrNotHere = errors.New("the filter does not run in this process")
+
+// NotHere returns an error that reads as formatted and is ErrNotHere: a
+// Provision fault of the environment this process lacks (a key provider).
+func NotHere(format string, args ...any) error {
+	return notHere(fmt.Sprintf(format, args...))
+}
+
+type notHere string
+
+func (e notHere) Error() string        { return string(e) }
+func (e notHere) Is(target error) bool { return target == ErrNotHere }

@@ -102,3 +102,10 @@ func TestProvisionFuncTakesNoParameters(t *testing.T) {
 		t.Fatalf("New with a parameter: %v", err)
 	}
 }
+
+func TestNotHere(t *testing.T) {
+	err := NotHere("%s: no key provider", "encryption")
+	if !errors.Is(err, ErrNotHere) || err.Error() != "encryption: no key provider" {
+		t.Fatalf("%v", err)
+	}
+}

@@ -65,7 +65,7 @@ var _ filter.Provisioner = (*encryptionConfig)(nil)
 
 func (c *encryptionConfig) Provision(env filter.Env) (filter.Filter, error) {
 	if env.Keys == nil {
-		return nil, fmt.Errorf("%s: the server has no key provider", encryptionName)
+		return nil, filter.NotHere("%s: the server has no key provider", encryptionName)
 	}
 	return &encryption{info: c.info, keys: env.Keys}, nil
 }
