@@ -45,7 +45,8 @@ func newBlockCommand() *cobra.Command {
 				return err
 			}
 			opts.Out = cmd.OutOrStdout()
-			return server.RunBlock(cmd.Context(), opts, logger)
+			opts.Role = server.RoleBlock
+			return server.Run(cmd.Context(), opts, logger)
 		},
 	}
 	f := cmd.Flags()

@@ -15,7 +15,7 @@ import (
 
 func newControllerCommand() *cobra.Command {
 	var (
-		opts       server.ControllerOptions
+		opts       server.Options
 		configPath string
 		logLevel   string
 	)
@@ -23,7 +23,11 @@ func newControllerCommand() *cobra.Command {
 		Use:   "controller",
 		Short: "Run the automation controllers of a fleet (one active instance, elected by a lease in the metadata store)",
 		RunE: roleRun(&configPath, &logLevel, func(cmd *cobra.Command, logger *slog.Logger) error {
-			return server.RunController(cmd.Context(), opts, logger)
+			opts.Role = server.RoleController
+			// The controller role's listener drains for 5 s (it has no
+			// --shutdown-timeout flag).
+			opts.ShutdownTimeout = 5 * time.Second
+			return server.Run(cmd.Context(), opts, logger)
 		}),
 	}
 	f := cmd.Flags()
@@ -32,7 +36,7 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&opts.MetaURL, "meta", "", "the fleet's shared metadata store: redis://HOST:PORT/DB")
 	f.StringVar(&opts.BusURL, "bus", "", "the fleet's NATS bus (nats://host:4222, comma-separated for a cluster)")
 	f.DurationVar(&opts.MetricsPeriod, "metrics-period", time.Second, "workload-metric period (the gateways' --metrics-period)")
-	f.StringVar(&opts.ID, "id", "", "this instance's name in the lease (default: host name and a random suffix)")
+	f.StringVar(&opts.Node, "id", "", "this instance's name in the lease (default: host name and a random suffix)")
 	f.DurationVar(&opts.LeaseTTL, "lease-ttl", 3*time.Second, "how long the controller lease lasts unrenewed (renewed every third of it)")
 	f.StringVar(&opts.AdminAddr, "admin-addr", "", "serve /healthz (the lease's state) and the admin API here (tenants, keys, groups, data keys, policies, metrics, controllers, nodes; what needs a gateway answers 501); empty opens no port")
 	f.StringVar(&opts.AdminToken, "admin-token", "", "bearer token for GET /v1/controllers; prefer FACET_ADMIN_TOKEN")

@@ -25,7 +25,8 @@ func newGatewayCommand() *cobra.Command {
 			"comes from FACET_MASTER_KEY or --master-key-file. Controllers run as `facet controller`.",
 		RunE: roleRun(&configPath, &logLevel, func(cmd *cobra.Command, logger *slog.Logger) error {
 			opts.Out = cmd.OutOrStdout()
-			return server.RunGateway(cmd.Context(), opts, logger)
+			opts.Role = server.RoleGateway
+			return server.Run(cmd.Context(), opts, logger)
 		}),
 	}
 	f := cmd.Flags()

@@ -44,6 +44,9 @@ func (s *Service) activate(st *state) error {
 	}
 	st.table = t
 	st.changed = make(chan struct{})
+	if s.keyIDs != nil {
+		s.keyIDs.m.Store(&st.dataKeys)
+	}
 	close(s.state.Swap(st).changed)
 	return nil
 }

@@ -93,12 +93,12 @@ func newFixture(t *testing.T) *fixture {
 	}
 	counted := &countingStore{Store: store}
 	reg := builtin.NewRegistry()
-	svc := New(Config{Store: counted, Registry: reg})
-	k, err := keys.New(master, svc, 0)
+	ids := NewKeyIDs()
+	k, err := keys.New(master, ids, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.SetKeys(k)
+	svc := New(Config{Store: counted, Registry: reg, Keys: k, KeyIDs: ids})
 	if err := svc.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,7 @@ type Service struct {
 	dynamic  DynamicFilters
 	blocks   *policy.BlockFilters
 	env      filter.Env
+	keyIDs   *KeyIDs
 	log      *slog.Logger
 	poll     time.Duration
 	metrics  func() []policy.MetricInfo
@@ -90,7 +91,11 @@ type Config struct {
 	Store    Store
 	Registry *filter.Registry
 	// Keys, when set, is given to filters that encrypt.
-	Keys   filter.KeyProvider
+	Keys filter.KeyProvider
+	// KeyIDs, when set, is kept holding the tenants' current data-key ids
+	// of the table in force: the key provider reads them there (see
+	// KeyIDs).
+	KeyIDs *KeyIDs
 	Logger *slog.Logger
 	// Metrics lists the metrics policies may name, read each time a
 	// policy is checked, so a newly registered metric is usable without a
@@ -114,9 +119,30 @@ type DynamicFilters interface {
 	Load(ctx context.Context, entries []meta.FilterEntry) ([]*filter.Info, error)
 }
 
+// KeyIDs holds each tenant's current data-key id as of the table in force
+// (keys.CurrentKeyIDs). It breaks the cycle between the policy service,
+// whose encryption filters need the key provider, and the key provider,
+// which asks whose key is current: both are given one KeyIDs, built before
+// either; the service writes it on every reload, the provider reads it.
+type KeyIDs struct {
+	m atomic.Pointer[map[string]string]
+}
+
+// NewKeyIDs returns an empty table: no tenant has a data key yet.
+func NewKeyIDs() *KeyIDs {
+	k := &KeyIDs{}
+	k.m.Store(&map[string]string{})
+	return k
+}
+
+// CurrentKeyID is tenant's current data-key id, "" when it has none.
+func (k *KeyIDs) CurrentKeyID(_ context.Context, tenant string) (string, error) {
+	return (*k.m.Load())[tenant], nil
+}
+
 // New returns a service with an empty table; call Reload before serving.
 func New(cfg Config) *Service {
-	s := &Service{store: cfg.Store, registry: cfg.Registry, dynamic: cfg.Dynamic, env: filter.Env{Keys: cfg.Keys}, log: cfg.Logger, poll: cfg.Poll,
+	s := &Service{store: cfg.Store, registry: cfg.Registry, dynamic: cfg.Dynamic, env: filter.Env{Keys: cfg.Keys}, keyIDs: cfg.KeyIDs, log: cfg.Logger, poll: cfg.Poll,
 		metrics: cfg.Metrics, desired: map[string]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -132,11 +158,6 @@ func New(cfg Config) *Service {
 		groups: map[string][]string{}, stored: map[string]storedState{}, changed: make(chan struct{})})
 	return s
 }
-
-// SetKeys sets the key provider given to encryption filters. It must be
-// called before the first Reload, which provisions the filter instances;
-// the provider itself usually reads CurrentKeyID from this service.
-func (s *Service) SetKeys(k filter.KeyProvider) { s.env.Keys = k }
 
 // Version is the change version of the table in force.
 func (s *Service) Version() uint64 { return s.state.Load().version }

@@ -207,6 +207,15 @@ func (s *Supervisor) Add(id string, kind Kind, policy string, svc Service) error
 	return nil
 }
 
+// Supervise runs svc under the supervisor, restarted if it fails and
+// stopped with the controllers, without listing it among them (Status):
+// it is the supervisor's own machinery, such as the automation reconciler
+// that adds and removes the listed controllers.
+func (s *Supervisor) Supervise(name string, svc Service) {
+	s.root.Add(named{name, svc})
+	s.log.Debug("supervising", "service", name)
+}
+
 // Remove stops the controller id and waits for it to end.
 func (s *Supervisor) Remove(id string) error {
 	s.mu.Lock()

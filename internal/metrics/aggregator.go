@@ -200,8 +200,19 @@ func (a *Aggregator) mergeOf(metric string) (Merge, bool) {
 // Start subscribes to node samples and watches on the bus, then merges
 // periods on a goroutine of its own until ctx ends. Once it returns, the
 // subscriptions are made (a NATS bus still sends them asynchronously:
-// flush the connection to be sure the server has them).
+// flush the connection to be sure the server has them). A server that
+// owns its goroutines calls Listen and Run instead.
 func (a *Aggregator) Start(ctx context.Context) error {
+	if err := a.Listen(ctx); err != nil {
+		return err
+	}
+	go a.Run(ctx)
+	return nil
+}
+
+// Listen subscribes to node samples and watches on the bus until ctx
+// ends; Run merges what they bring.
+func (a *Aggregator) Listen(ctx context.Context) error {
 	if a.bus != nil {
 		s1, err := a.bus.Subscribe(SubjectNodePrefix+"*", func(_ string, data []byte) { a.receive(data) })
 		if err != nil {
@@ -217,9 +228,11 @@ func (a *Aggregator) Start(ctx context.Context) error {
 			_ = s2.Unsubscribe()
 		})
 	}
-	go a.loop(ctx)
 	return nil
 }
+
+// Run merges periods until ctx ends.
+func (a *Aggregator) Run(ctx context.Context) { a.loop(ctx) }
 
 func (a *Aggregator) loop(ctx context.Context) {
 	tick := time.NewTicker(max(a.period/4, 10*time.Millisecond))

@@ -288,18 +288,25 @@ func (c *Collector) pin(k tkey) *target {
 // Start follows watches on the bus (Listen), then publishes a sample of
 // every metric at the end of each period, aligned to the wall clock
 // (periods start at multiples of the period, so that all nodes' periods
-// coincide), on a goroutine of its own until ctx ends.
+// coincide), on a goroutine of its own until ctx ends. A server that owns
+// its goroutines calls Listen and Run instead.
 func (c *Collector) Start(ctx context.Context) error {
 	if err := c.Listen(ctx); err != nil {
 		return err
 	}
+	go c.Run(ctx)
+	return nil
+}
+
+// Run publishes a sample of every metric at the end of each period until
+// ctx ends.
+func (c *Collector) Run(ctx context.Context) {
 	c.flushMu.Lock()
 	if c.last.IsZero() {
 		c.last = time.Now()
 	}
 	c.flushMu.Unlock()
-	go c.loop(ctx)
-	return nil
+	c.loop(ctx)
 }
 
 // Listen follows watches of object targets on the bus until ctx ends,

@@ -85,6 +85,17 @@ type outcome struct {
 	op, tenant, code, bucket string
 }
 
+// PolicyTableVersion is the facet_policy_table_version gauge of p. A
+// server registers it once its policy service exists: the exporter is
+// built before the policy service (the WASM runtime counts its filter
+// failures in it, and the policy service loads WASM filters).
+func PolicyTableVersion(p VersionSource) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "facet_policy_table_version",
+		Help: "Version of the policy table the data path runs with.",
+	}, func() float64 { return float64(p.Version()) })
+}
+
 // New returns an Exporter with every Facet family registered, plus the Go
 // runtime and process collectors.
 func New(cfg Config) *Exporter {
@@ -131,11 +142,7 @@ func New(cfg Config) *Exporter {
 	e.reg.MustRegister(e.requests, e.bytes, e.duration, e.active, e.filterSeconds, e.filterBytes, e.throttled, e.restarts, e.filterFails,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Policies != nil {
-		p := cfg.Policies
-		e.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "facet_policy_table_version",
-			Help: "Version of the policy table the data path runs with.",
-		}, func() float64 { return float64(p.Version()) }))
+		e.reg.MustRegister(PolicyTableVersion(cfg.Policies))
 	}
 	logger := cfg.Logger
 	if logger == nil {

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -42,25 +41,29 @@ type BlockOptions struct {
 	Optional bool
 }
 
-// blockStage is a running block stage.
+// blockStage is a block stage: its manager and NBD server run from
+// Start; Shutdown stops the NBD server (requests in flight finish first)
+// before it cancels the other goroutines.
 type blockStage struct {
 	mgr  *block.Manager
 	done chan struct{} // closed when the NBD server stopped; err is then set
 	err  error
-	stop context.CancelFunc
 }
 
-// startBlock starts the volume manager and the NBD server. It returns a
-// nil stage when the block stage is off.
-func startBlock(ctx context.Context, opts Options, store *meta.Store, policies block.Policies, dataKeys block.Keys,
-	reg prometheus.Registerer, pub bus.Bus, logger *slog.Logger) (*blockStage, error) {
+// newBlock builds the volume manager and the NBD server, and binds the NBD
+// listener (whether the stage runs at all depends on it, see
+// BlockOptions.Optional). It returns a nil stage when the block stage is
+// off.
+func (s *Server) newBlock(ctx context.Context, store *meta.Store, policies block.Policies, dataKeys block.Keys,
+	reg prometheus.Registerer, pub bus.Bus) (*blockStage, error) {
+	opts := s.opts
 	bo := opts.Block
 	if bo.Addr == "" || bo.Addr == "off" {
 		return nil, nil
 	}
-	log := logger.With("stage", "block")
+	log := s.log.With("stage", "block")
 	tlsDir := bo.TLSDir
-	if tlsDir == "" && !opts.stateless {
+	if tlsDir == "" && !opts.stateless() {
 		tlsDir = opts.DataDir + "/nbd-tls"
 	}
 	var tlsCfg *tls.Config
@@ -97,17 +100,32 @@ func startBlock(ctx context.Context, opts Options, store *meta.Store, policies b
 	// STARTTLS: tenants' pre-shared keys (TLS 1.3 PSK), and the CA's
 	// client certificates for clients that offer no PSK.
 	srv := nbd.New(nbd.Config{Exports: mgr, TLS: mgr.NBDTLS(tlsCfg), Logger: log, PlainAllowed: plain})
-	bctx, stop := context.WithCancel(ctx)
-	st := &blockStage{mgr: mgr, done: make(chan struct{}), stop: stop}
-	go mgr.Run(bctx)
-	go func() {
-		st.err = srv.Serve(bctx, ln)
+	// The NBD server has a lifetime of its own, inside the server's: it
+	// stops first, with the HTTP listeners.
+	nctx, stopNBD := context.WithCancel(s.ctx)
+	st := &blockStage{mgr: mgr, done: make(chan struct{})}
+	s.later("block manager", mgr.Run)
+	s.later("nbd listener", func(context.Context) {
+		st.err = srv.Serve(nctx, ln)
 		close(st.done)
-	}()
-	log.Info("nbd listening", "addr", ln.Addr().String(), "tls", "psk", "client_certificates", tlsCfg != nil)
-	if bo.Ready != nil {
-		bo.Ready(ln.Addr().String())
-	}
+		if st.err != nil {
+			s.fail(st.err)
+		}
+	})
+	s.stops = append(s.stops, func() error {
+		stopNBD()
+		if !s.started.Load() { // Start never ran
+			return ln.Close()
+		}
+		<-st.done
+		return nil
+	})
+	s.readyHooks = append(s.readyHooks, func() {
+		log.Info("nbd listening", "addr", ln.Addr().String(), "tls", "psk", "client_certificates", tlsCfg != nil)
+		if bo.Ready != nil {
+			bo.Ready(ln.Addr().String())
+		}
+	})
 	return st, nil
 }
 
@@ -119,16 +137,6 @@ func (b *blockStage) volumes() admin.Volumes {
 	return b.mgr
 }
 
-// close stops the NBD server; requests in flight finish first.
-func (b *blockStage) close() error {
-	if b == nil {
-		return nil
-	}
-	b.stop()
-	<-b.done
-	return b.err
-}
-
 func hostOf(addr string) string {
 	h, _, err := net.SplitHostPort(addr)
 	if err != nil || h == "" {
@@ -137,19 +145,24 @@ func hostOf(addr string) string {
 	return h
 }
 
-// RunBlock runs the block stage alone (`facet block`): the metadata
+// buildBlock builds the block stage alone (`facet block`): the metadata
 // store, the policy table (volume filters and throttles), the NBD server
 // and an admin API for pools and volumes, without the S3 gateway.
-func RunBlock(ctx context.Context, opts Options, logger *slog.Logger) error {
+func (s *Server) buildBlock(ctx context.Context) error {
+	opts, logger := s.opts, s.log
 	token, generated, masterKey, err := localState(opts)
 	if err != nil {
 		return err
+	}
+	s.token = token
+	if generated {
+		s.tokenFile = opts.DataDir + "/admin.token"
 	}
 	store, err := meta.OpenURL(ctx, opts.MetaURL, opts.DataDir, masterKey, logger)
 	if err != nil {
 		return fmt.Errorf("open metadata store: %w", err)
 	}
-	defer store.Close()
+	s.closeLater("metadata store", store.Close)
 	policies := control.New(control.Config{Store: store, Registry: builtin.NewRegistry(), Logger: logger})
 	dataKeys, err := keys.New(masterKey, policies, 0)
 	if err != nil {
@@ -158,42 +171,19 @@ func RunBlock(ctx context.Context, opts Options, logger *slog.Logger) error {
 	if err := policies.Reload(ctx); err != nil {
 		return fmt.Errorf("load policies: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go policies.Run(ctx)
+	s.later("policy reload", policies.Run)
 	reg := prometheus.NewRegistry()
-	blk, err := startBlock(ctx, opts, store, policies, dataKeys, reg, nil, logger)
+	blk, err := s.newBlock(ctx, store, policies, dataKeys, reg, nil)
 	if err != nil {
 		return err
 	}
 	if blk == nil {
 		return errors.New("facet block: --nbd-addr is off")
 	}
-	defer blk.close()
 	h := admin.New(admin.Config{Store: store, Token: token, Logger: logger, Policies: policies, Volumes: blk.volumes(),
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
-	ln, err := net.Listen("tcp", opts.AdminAddr)
-	if err != nil {
-		return fmt.Errorf("listen admin: %w", err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- serve(srv, ln) }()
-	if generated && opts.Out != nil {
-		fmt.Fprintf(opts.Out, "admin token (stored in %s/admin.token, shown once): %s\n", opts.DataDir, token)
-	}
-	if opts.Ready != nil {
-		opts.Ready("", ln.Addr().String())
-	}
-	logger.Info("facet block ready", "admin", ln.Addr().String(), "data", opts.DataDir)
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
-	case <-blk.done:
-		runErr = blk.err
-	}
-	sctx, scancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
-	defer scancel()
-	return errors.Join(runErr, srv.Shutdown(sctx))
+	s.listen("admin", opts.AdminAddr, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second})
+	s.ready = opts.Ready
+	s.readyMsg = []any{"facet block ready", "data", opts.DataDir}
+	return nil
 }

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
@@ -45,9 +43,11 @@ type contextRuntime struct {
 
 var _ admin.ContextService = (*contextRuntime)(nil)
 
-// limits are the classes' SLOs (API class records over CONTEXT policies,
-// control.SLOCache.ClassLimits).
-func startContext(ctx context.Context, opts ContextOptions, store *meta.Store, limits flowctx.LimitSource, next admit.QoS, logger *slog.Logger) (*contextRuntime, error) {
+// newContext builds the request classification; its rules are reloaded
+// from Start. limits are the classes' SLOs (API class records over
+// CONTEXT policies, control.SLOCache.ClassLimits).
+func (s *Server) newContext(ctx context.Context, opts ContextOptions, store *meta.Store, limits flowctx.LimitSource, next admit.QoS) (*contextRuntime, error) {
+	logger := s.log
 	if opts.Controller == "" {
 		opts.Controller = flowctx.ControllerLimits
 	}
@@ -61,7 +61,7 @@ func startContext(ctx context.Context, opts ContextOptions, store *meta.Store, l
 	if err := reg.Reload(ctx); err != nil {
 		return nil, fmt.Errorf("load context rules: %w", err)
 	}
-	go reg.Run(ctx, time.Second)
+	s.later("context rules", func(ctx context.Context) { reg.Run(ctx, time.Second) })
 	enf := flowctx.NewEnforcer(flowctx.EnforcerConfig{
 		Rules:      reg.Rules,
 		Limits:     limits,
@@ -120,19 +120,6 @@ func (c *contextRuntime) DeleteRules(ctx context.Context, tenant string) error {
 func (c *contextRuntime) Flows() []flowctx.FlowStats { return c.enforcer.Flows() }
 
 func (c *contextRuntime) Controller() string { return c.ctrl }
-
-// neededLater is the storage stage's view of class reservations
-// (fs.Priorities.Needed); the backend opens before the enforcer exists.
-type neededLater struct {
-	e atomic.Pointer[flowctx.Enforcer]
-}
-
-func (n *neededLater) Needed(ctx context.Context) (string, float64, bool) {
-	if e := n.e.Load(); e != nil {
-		return e.Needed(ctx)
-	}
-	return "", 0, false
-}
 
 // supervised adds the class controller to the supervisor, so that it is
 // restarted if it fails and listed with the other controllers

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -36,40 +35,18 @@ import (
 // ControllerLease is the name of the automation controllers' lease.
 const ControllerLease = "automation-controllers"
 
-// ControllerOptions configure `facet controller`.
-type ControllerOptions struct {
-	// DataDir holds master.key unless FACET_MASTER_KEY is set; nothing
-	// else is written there.
-	DataDir string
-	// MetaURL is the shared metadata store (redis://HOST:PORT/DB).
-	MetaURL string
-	// BusURL is the fleet's NATS bus; required.
-	BusURL string
-	// MetricsPeriod must match the gateways'; 0 means one second.
-	MetricsPeriod time.Duration
-	// ID names this instance in the lease; empty means host name and a
-	// random suffix.
-	ID string
-	// LeaseTTL is how long a lease lasts without renewal; 0 means three
-	// seconds. It is renewed every third of it.
-	LeaseTTL time.Duration
-	// AdminAddr, when set, serves /healthz (the lease's state), GET
-	// /v1/controllers (with it) and the admin API.
-	AdminAddr  string
-	AdminToken string
-	// QoS configures the bandwidth controller (qos.go).
-	QoS QoSOptions
-	// Ready, when set, is called with the admin address once it listens.
-	Ready func(adminAddr string)
-}
-
-// RunController runs the controller role until ctx ends.
-func RunController(ctx context.Context, opts ControllerOptions, logger *slog.Logger) error {
+// buildController builds the controller role: the shared store, the
+// bus's metric aggregator, the policy service, the fleet sync, the QoS
+// fleet view with the bandwidth controller, the lease loop (which runs the
+// controllers while it holds the lease) and, with AdminAddr, the admin
+// API.
+func (s *Server) buildController(ctx context.Context) error {
+	opts, logger := &s.opts, s.log
 	if opts.BusURL == "" {
 		return errors.New("the controller role needs the fleet's bus (--bus nats://...)")
 	}
-	if opts.ID == "" {
-		opts.ID = defaultNode()
+	if opts.Node == "" {
+		opts.Node = defaultNode()
 	}
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = 3 * time.Second
@@ -82,74 +59,46 @@ func RunController(ctx context.Context, opts ControllerOptions, logger *slog.Log
 	if err != nil {
 		return fmt.Errorf("open metadata store: %w", err)
 	}
-	defer store.Close()
+	s.closeLater("metadata store", store.Close)
 	// The aggregator only: this process serves no requests to measure.
-	work, err := startWorkload(ctx, Options{BusURL: opts.BusURL, Node: opts.ID, MetricsPeriod: opts.MetricsPeriod, NoWorkloadMetrics: true}, logger)
+	work, err := s.openWorkload(Options{BusURL: opts.BusURL, Node: opts.Node, MetricsPeriod: opts.MetricsPeriod, NoWorkloadMetrics: true})
 	if err != nil {
 		return fmt.Errorf("bus and workload metrics: %w", err)
 	}
-	defer work.close()
 	// Decisions are announced on the bus so that gateways apply them at
 	// once; changes made through the gateways' admin API reach this
 	// process the same way.
-	announcer := fleet.NewAnnouncer(opts.ID, store, work.bus, fleet.NewHealth(logger), logger)
+	announcer := fleet.NewAnnouncer(opts.Node, store, work.bus, fleet.NewHealth(logger), logger)
 	policies := control.New(control.Config{Store: fleet.PolicyStore{Store: store, Announcer: announcer}, Registry: builtin.NewRegistry(), Dynamic: wasm.Descriptions{}, Logger: logger, Metrics: work.reg.PolicyMetrics})
-	syncer := fleet.NewSync(fleet.SyncConfig{Announcer: announcer, Policies: policies, Logger: logger})
 	if err := policies.Reload(ctx); err != nil {
 		return fmt.Errorf("load policies: %w", err)
 	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
+	syncer := fleet.NewSync(fleet.SyncConfig{Announcer: announcer, Policies: policies, Logger: logger})
 	if err := syncer.Subscribe(); err != nil {
 		return fmt.Errorf("policy sync: %w", err)
 	}
-	go syncer.Run(ctx)
+	s.later("fleet sync", syncer.Run)
 
-	bandwidth, qosFleet, err := controllerRoleQoS(ctx, opts.QoS, control.MetaSLOs{S: store}, policies, work.bus, logger)
+	bandwidth, qosFleet, err := s.controllerRoleQoS(opts.QoS, control.MetaSLOs{S: store}, policies, work.bus)
 	if err != nil {
 		return fmt.Errorf("qos: %w", err)
 	}
-	role := &controllerRole{id: opts.ID, ttl: opts.LeaseTTL, store: store, policies: policies, feed: work.feed(), log: logger, bandwidth: bandwidth,
-		nodes: fleetNodes{fleet: qosFleet}}
-	var adminSrv *http.Server
-	errc := make(chan error, 1)
+	role := &controllerRole{id: opts.Node, ttl: opts.LeaseTTL, store: store, policies: policies, feed: work.feed(), log: logger, bandwidth: bandwidth,
+		nodes: fleetNodes{fleet: qosFleet}, start: s.startGoroutine}
+	s.later("controller lease", role.run)
 	if opts.AdminAddr != "" {
-		ln, err := net.Listen("tcp", opts.AdminAddr)
-		if err != nil {
-			return fmt.Errorf("listen admin: %w", err)
-		}
 		// Changes made here reach the gateways as changes made through
 		// a gateway do: announced on the bus, the version poll behind.
 		api := admin.New(admin.Config{Store: fleet.AdminStore{Store: store, Reload: policies.Reload, Sync: syncer, Log: logger},
 			Token: opts.AdminToken, Logger: logger, Policies: policies, Controllers: role, Workload: work.source(),
-			Node: opts.ID, Nodes: role.nodes})
-		adminSrv = &http.Server{Handler: role.handler(opts.AdminToken, api), ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-		go func() { errc <- serve(adminSrv, ln) }()
-		if opts.Ready != nil {
-			opts.Ready(ln.Addr().String())
-		}
-		logger.Info("controller admin listening", "addr", ln.Addr().String())
+			Node: opts.Node, Nodes: role.nodes})
+		s.listen("admin", opts.AdminAddr, &http.Server{Handler: role.handler(opts.AdminToken, api), ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
+		s.readyHooks = append(s.readyHooks, func() { logger.Info("controller admin listening", "addr", s.addr("admin")) })
+		s.ready = opts.Ready
 	}
-	logger.Info("facet controller ready", "id", opts.ID, "lease_ttl", opts.LeaseTTL.String())
-	leaseDone := make(chan struct{})
-	go func() { role.run(ctx); close(leaseDone) }()
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
-		stop()
-	}
-	<-leaseDone
-	if adminSrv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := adminSrv.Shutdown(sctx); err != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("admin shutdown: %w", err))
-		}
-	}
-	logger.Info("stopped")
-	return runErr
+	s.readyMsg = []any{"facet controller ready", "id", opts.Node, "lease_ttl", opts.LeaseTTL.String()}
+	return nil
 }
 
 // controllerRole holds the lease and, while it does, the controllers.
@@ -164,6 +113,9 @@ type controllerRole struct {
 	bandwidth func(*controller.Supervisor) error
 	// nodes lists the fleet's nodes (GET /v1/nodes).
 	nodes admin.NodeSource
+	// start runs the controllers' supervisor on a goroutine counted by
+	// the server (Server.startGoroutine).
+	start func(name string, f func())
 
 	mu          sync.Mutex
 	controllers admin.ControllerSource // nil while standby
@@ -205,13 +157,17 @@ func (r *controllerRole) run(ctx context.Context) {
 		case held:
 			renewed = time.Now()
 			if stopControllers == nil {
-				cctx, cancel := context.WithCancel(ctx)
-				src, err := startControllers(cctx, r.policies, r.feed, nil, r.log, r.bandwidth)
+				sup, src, err := newControllers(r.policies, r.feed, nil, r.log, r.bandwidth)
 				if err != nil {
-					cancel()
 					r.log.Error("controllers failed to start", "err", err)
 					break
 				}
+				cctx, cancel := context.WithCancel(ctx)
+				r.start("controller supervisor", func() {
+					if err := sup.Serve(cctx); err != nil {
+						r.log.Error("controller supervisor stopped", "err", err)
+					}
+				})
 				stopControllers = cancel
 				r.mu.Lock()
 				r.controllers = src

@@ -45,7 +45,8 @@ func TestControllerRoleLeaseFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := func(id string) (*controllerRole, context.CancelFunc, chan struct{}) {
-		r := &controllerRole{id: id, ttl: 2 * time.Second, store: store, policies: policies, log: logger}
+		r := &controllerRole{id: id, ttl: 2 * time.Second, store: store, policies: policies, log: logger,
+			start: func(_ string, f func()) { go f() }}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() { r.run(ctx); close(done) }()
@@ -109,8 +110,8 @@ func TestControllerRoleAdminAPI(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- RunController(ctx, ControllerOptions{DataDir: t.TempDir(), MetaURL: rds.URL(0, ""), BusURL: srv.URL(), ID: "c1",
-			AdminAddr: "127.0.0.1:0", AdminToken: "ctok", Ready: func(a string) { ready <- a }}, slog.New(slog.DiscardHandler))
+		done <- Run(ctx, Options{Role: RoleController, DataDir: t.TempDir(), MetaURL: rds.URL(0, ""), BusURL: srv.URL(), Node: "c1",
+			AdminAddr: "127.0.0.1:0", AdminToken: "ctok", ShutdownTimeout: 5 * time.Second, Ready: func(_, a string) { ready <- a }}, slog.New(slog.DiscardHandler))
 	}()
 	var addr string
 	select {

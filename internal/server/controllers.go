@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 
 	"github.com/facet-sds/facet/internal/admin"
@@ -9,12 +8,14 @@ import (
 	"github.com/facet-sds/facet/internal/controller"
 )
 
-// startControllers runs the controller supervisor until ctx ends and,
-// given a metric feed, the automation controllers of the dynamic policies
-// under it. Without a feed, dynamic policies stay stored as pending. It
-// returns the source of the control API's controller list.
-func startControllers(ctx context.Context, policies *control.Service, feed control.Feed, obs controller.Observer, logger *slog.Logger,
-	globals ...func(*controller.Supervisor) error) (admin.ControllerSource, error) {
+// newControllers builds the controller supervisor with the global
+// controllers and, given a metric feed, the automation reconciler of the
+// dynamic policies, supervised like the controllers it starts. Without a
+// feed, dynamic policies stay stored as pending. Nothing runs until the
+// supervisor's Serve; it returns the source of the control API's
+// controller list.
+func newControllers(policies *control.Service, feed control.Feed, obs controller.Observer, logger *slog.Logger,
+	globals ...func(*controller.Supervisor) error) (*controller.Supervisor, admin.ControllerSource, error) {
 	sup := controller.NewSupervisor(controller.Config{Logger: logger, Observer: obs})
 	// Global controllers (the bandwidth share) run under the same
 	// supervisor.
@@ -23,20 +24,15 @@ func startControllers(ctx context.Context, policies *control.Service, feed contr
 			continue
 		}
 		if err := add(sup); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if feed != nil {
 		auto, err := control.NewAutomation(policies, control.AutomationConfig{Feed: feed, Supervisor: sup, Logger: logger})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		go func() { _ = auto.Serve(ctx) }()
+		sup.Supervise("automation", auto)
 	}
-	go func() {
-		if err := sup.Serve(ctx); err != nil {
-			logger.Error("controller supervisor stopped", "err", err)
-		}
-	}()
-	return control.ControllerSource(sup), nil
+	return sup, control.ControllerSource(sup), nil
 }

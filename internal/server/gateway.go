@@ -1,10 +1,8 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 
@@ -19,17 +17,6 @@ import (
 // credential and bucket-ownership caches — is rebuilt from the shared
 // stores and kept fresh by the bus, so it can be killed and replaced at
 // any time.
-
-// RunGateway runs the gateway role until ctx ends. It refuses to start
-// unless every store it would use is a shared one (CheckGateway).
-func RunGateway(ctx context.Context, opts Options, logger *slog.Logger) error {
-	if err := CheckGateway(opts, os.Getenv); err != nil {
-		return err
-	}
-	opts.NoControllers = true
-	opts.stateless = true
-	return Run(ctx, opts, logger)
-}
 
 // CheckGateway tells why opts cannot run as a stateless gateway: a store
 // that is local to the machine, a missing admin token (it would have to be

@@ -16,8 +16,8 @@ import (
 // the fleet view (a gateway, the controller role) lists them all.
 
 // describe makes this node's QoS reports carry its description.
-func (q *qosRuntime) describe(self admin.NodeSource) {
-	q.agent.Describe(func(ctx context.Context) json.RawMessage {
+func describe(agent *qos.Agent, self admin.NodeSource) {
+	agent.Describe(func(ctx context.Context) json.RawMessage {
 		ns, err := self.Nodes(ctx)
 		if err != nil || len(ns) == 0 {
 			return nil

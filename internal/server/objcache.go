@@ -30,14 +30,15 @@ type requestFilterStores struct {
 // purged. Every gateway runs the purge; deletes are idempotent.
 const trashPurgeEvery = 10 * time.Minute
 
-// startRequestFilterStores opens the object cache (in opts.CacheDir, by
-// default DATA/cache) and the recycle bin, and starts the bin's purge
-// loop until ctx ends. The bin's copies and purges run in the tenant's QoS
-// background class of limiter.
-func startRequestFilterStores(ctx context.Context, opts Options, backend storage.Backend, owners trash.Owners, b *bus.NATS, node string, limiter *qos.Limiter, logger *slog.Logger) (*requestFilterStores, error) {
+// openRequestFilterStores opens the object cache (in opts.CacheDir, by
+// default DATA/cache) and the recycle bin, whose purge loop runs from
+// Start. The bin's copies and purges run in the tenant's QoS background
+// class of limiter.
+func (s *Server) openRequestFilterStores(ctx context.Context, backend storage.Backend, owners trash.Owners, b *bus.NATS, node string, limiter *qos.Limiter) (*requestFilterStores, error) {
+	opts, logger := s.opts, s.log
 	st := &requestFilterStores{}
 	dir := opts.CacheDir
-	if dir == "" && !opts.stateless {
+	if dir == "" && !opts.stateless() {
 		dir = filepath.Join(opts.DataDir, "cache")
 	}
 	if dir != "" {
@@ -51,6 +52,7 @@ func startRequestFilterStores(ctx context.Context, opts Options, backend storage
 			return nil, fmt.Errorf("object cache: %w", err)
 		}
 		st.cache = c
+		s.closeLater("object cache", c.Close)
 	}
 	st.changes = publisher{b: b, node: node, log: logger}
 	if st.cache != nil {
@@ -66,16 +68,8 @@ func startRequestFilterStores(ctx context.Context, opts Options, backend storage
 	if every <= 0 {
 		every = trashPurgeEvery
 	}
-	go st.trash.Run(ctx, every)
+	s.later("trash purge", func(ctx context.Context) { st.trash.Run(ctx, every) })
 	return st, nil
-}
-
-func (st *requestFilterStores) close(logger *slog.Logger) {
-	if st != nil && st.cache != nil {
-		if err := st.cache.Close(); err != nil {
-			logger.Warn("object cache close", "err", err)
-		}
-	}
 }
 
 // nodeCache reports the object cache in GET /v1/nodes (and so in the

@@ -55,38 +55,44 @@ type qosRuntime struct {
 	slos    *control.SLOCache
 	store   control.SLOStore
 	algo    string
-	agent   *qos.Agent
 }
 
-// startQoS starts a gateway's QoS until ctx ends.
-func startQoS(ctx context.Context, opts QoSOptions, node string, store control.SLOStore, policies control.SLOPolicies, b bus.Bus,
-	throttled func(string, time.Duration), logger *slog.Logger) (*qosRuntime, error) {
+// newQoS builds a gateway's QoS: the SLO cache, the limiter and the
+// fleet view. The agent that reports and applies assignments is built by
+// runAgent once the node can describe itself.
+func (s *Server) newQoS(ctx context.Context, opts QoSOptions, store control.SLOStore, policies control.SLOPolicies, b bus.Bus,
+	throttled func(string, time.Duration)) (*qosRuntime, error) {
 	if _, err := qos.AlgorithmByName(cmp.Or(opts.Algorithm, "crystal")); err != nil {
 		return nil, err
 	}
-	slos := control.NewSLOCache(store, policies, logger)
+	slos := control.NewSLOCache(store, policies, s.log)
 	slos.Refresh(ctx)
-	l := qos.NewLimiter(qos.LimiterConfig{Node: node, SLOs: slos, Capacity: opts.Capacity, OpsQueue: opts.OpsQueue,
-		Stale: 20 * opts.period(), Throttled: throttled, Disabled: opts.Off, Logger: logger})
-	q := &qosRuntime{opts: opts, limiter: l, fleet: qos.NewFleet(10 * opts.period()), slos: slos, store: store, algo: opts.Algorithm}
-	stop, err := q.fleet.Subscribe(b, logger)
+	l := qos.NewLimiter(qos.LimiterConfig{Node: s.opts.Node, SLOs: slos, Capacity: opts.Capacity, OpsQueue: opts.OpsQueue,
+		Stale: 20 * opts.period(), Throttled: throttled, Disabled: opts.Off, Logger: s.log})
+	fleetView, err := s.fleetView(opts, b)
 	if err != nil {
 		return nil, err
 	}
-	agent := qos.NewAgent(l, b, opts.period(), slos.Refresh, logger)
-	q.agent = agent
-	go func() {
-		defer stop()
-		if err := agent.Run(ctx); err != nil {
-			logger.Error("qos agent stopped", "err", err)
-		}
-	}()
-	logger.Info("qos", "node", node, "enforce", !opts.Off, "capacity", opts.Capacity, "period", opts.period().String())
+	q := &qosRuntime{opts: opts, limiter: l, fleet: fleetView, slos: slos, store: store, algo: opts.Algorithm}
+	s.log.Info("qos", "node", s.opts.Node, "enforce", !opts.Off, "capacity", opts.Capacity, "period", opts.period().String())
 	return q, nil
 }
 
-// cleanup runs the multipart cleanup until ctx ends, when it is on.
-func (q *qosRuntime) cleanup(ctx context.Context, backend storage.Backend, store *meta.Store, logger *slog.Logger) {
+// runAgent builds the QoS agent, whose reports carry this node's
+// description (self) and its backend's devices, and runs it from Start.
+func (s *Server) runAgent(q *qosRuntime, b bus.Bus, self admin.NodeSource, backend any) {
+	agent := qos.NewAgent(q.limiter, b, q.opts.period(), q.slos.Refresh, s.log)
+	describe(agent, self)
+	reportDevices(agent, backend)
+	s.later("qos agent", func(ctx context.Context) {
+		if err := agent.Run(ctx); err != nil {
+			s.log.Error("qos agent stopped", "err", err)
+		}
+	})
+}
+
+// cleanup runs the multipart cleanup from Start, when it is on.
+func (s *Server) cleanup(q *qosRuntime, backend storage.Backend, store *meta.Store) {
 	if q.opts.MultipartExpiry <= 0 {
 		return
 	}
@@ -95,8 +101,8 @@ func (q *qosRuntime) cleanup(ctx context.Context, backend storage.Backend, store
 		every = time.Hour
 	}
 	c := &storage.MultipartCleanup{Backend: backend, Owners: metaOwners{store}, Background: backgroundQoS{q.limiter},
-		Expiry: q.opts.MultipartExpiry, Log: logger}
-	c.Run(ctx, every)
+		Expiry: q.opts.MultipartExpiry, Log: s.log}
+	s.later("multipart cleanup", func(ctx context.Context) { c.Run(ctx, every) })
 }
 
 // metaOwners lists tenants and buckets from the metadata store.
@@ -153,15 +159,14 @@ func bandwidthController(opts QoSOptions, fleet *qos.Fleet, slos *control.SLOCac
 	}, nil
 }
 
-// startFleetView subscribes a fleet view for a process that serves no
-// requests (the controller role).
-func startFleetView(ctx context.Context, opts QoSOptions, b bus.Bus, logger *slog.Logger) (*qos.Fleet, error) {
+// fleetView subscribes to the fleet's QoS reports until Shutdown.
+func (s *Server) fleetView(opts QoSOptions, b bus.Bus) (*qos.Fleet, error) {
 	f := qos.NewFleet(10 * opts.period())
-	stop, err := f.Subscribe(b, logger)
+	stop, err := f.Subscribe(b, s.log)
 	if err != nil {
 		return nil, err
 	}
-	go func() { <-ctx.Done(); stop() }()
+	s.closeLater("qos fleet view", func() error { stop(); return nil })
 	return f, nil
 }
 
@@ -188,11 +193,11 @@ func (q *qosRuntime) globals(noControllers bool, b bus.Bus, logger *slog.Logger)
 // controllerRoleQoS is the controller role's bandwidth controller: the
 // fleet's reports from the bus, SLOs from the shared store and policies.
 // The fleet view also answers the role's GET /v1/nodes.
-func controllerRoleQoS(ctx context.Context, opts QoSOptions, store control.SLOStore, policies control.SLOPolicies, b bus.Bus, logger *slog.Logger) (func(*controller.Supervisor) error, *qos.Fleet, error) {
-	fleet, err := startFleetView(ctx, opts, b, logger)
+func (s *Server) controllerRoleQoS(opts QoSOptions, store control.SLOStore, policies control.SLOPolicies, b bus.Bus) (func(*controller.Supervisor) error, *qos.Fleet, error) {
+	fleet, err := s.fleetView(opts, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	add, err := bandwidthController(opts, fleet, control.NewSLOCache(store, policies, logger), b, logger)
+	add, err := bandwidthController(opts, fleet, control.NewSLOCache(store, policies, s.log), b, s.log)
 	return add, fleet, err
 }

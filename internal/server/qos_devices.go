@@ -47,13 +47,13 @@ type streamKey struct {
 
 // reportDevices makes this node's QoS reports carry its devices, when its
 // backend has local ones.
-func (q *qosRuntime) reportDevices(backend any) {
+func reportDevices(agent *qos.Agent, backend any) {
 	src, ok := backend.(deviceSource)
 	if !ok {
 		return
 	}
 	s := &deviceSampler{src: src, now: time.Now}
-	q.agent.ReportDevices(s.sample)
+	agent.ReportDevices(s.sample)
 }
 
 // sample returns the devices over the time since the previous sample. A

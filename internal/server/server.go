@@ -1,7 +1,12 @@
-// Package server owns the wiring of `facet serve`: it opens the embedded
-// metadata store and filesystem backend under one data directory, starts
-// the S3 and admin listeners, and shuts them down gracefully so that no
-// in-flight write is left half-done.
+// Package server owns the wiring of Facet's roles (`facet serve`,
+// `gateway`, `controller`, `block`): a Server built by New from one
+// Options, in dependency order, started by Start and stopped by Shutdown.
+// A role is a set of components over that Options, not a wiring of its
+// own. The Server owns what it starts: every goroutine is started through
+// one helper that counts it, and Shutdown stops the listeners, lets the
+// requests in flight finish, stops and waits for every goroutine, and only
+// then closes the stores, so that no in-flight write is left half-done and
+// no goroutine outlives the store it uses.
 package server
 
 import (
@@ -16,27 +21,45 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
-	"github.com/facet-sds/facet/internal/admit"
-	"github.com/facet-sds/facet/internal/control"
-	"github.com/facet-sds/facet/internal/dataplane"
-	"github.com/facet-sds/facet/internal/filter"
-	"github.com/facet-sds/facet/internal/filter/builtin"
-	"github.com/facet-sds/facet/internal/fleet"
-	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
-	"github.com/facet-sds/facet/internal/promexp"
-	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/storage"
 	"github.com/facet-sds/facet/internal/storage/fs"
 	s3store "github.com/facet-sds/facet/internal/storage/s3"
 )
 
-// Options configure a single-node Facet.
+// Role names a set of components.
+type Role string
+
+const (
+	// RoleServe is `facet serve`: everything in one process over a data
+	// directory (the default).
+	RoleServe Role = "serve"
+	// RoleGateway is `facet gateway`: serve with no state of its own and
+	// no controllers (gateway.go).
+	RoleGateway Role = "gateway"
+	// RoleController is `facet controller`: the fleet's automation
+	// controllers behind a lease, and optionally the admin API
+	// (controller_role.go).
+	RoleController Role = "controller"
+	// RoleBlock is `facet block`: the block stage and an admin API for
+	// pools and volumes, without the S3 gateway (block.go).
+	RoleBlock Role = "block"
+)
+
+// Options configure a Server; Role selects which fields apply.
 type Options struct {
+	// Role selects the components; "" is RoleServe.
+	Role Role
+	// Logger receives the server's log; nil discards it.
+	Logger *slog.Logger
+
 	DataDir string
 	// MetaURL selects the metadata store: "" (bbolt in DataDir),
 	// bolt://PATH or redis://HOST:PORT/DB.
@@ -87,9 +110,18 @@ type Options struct {
 	Block BlockOptions
 	// Out receives the one-time announcement of a generated admin token.
 	Out io.Writer
-	// Ready, when set, is called with the bound addresses once both
-	// listeners accept connections (tests and benchmarks bind port 0).
+	// Ready, when set, is called with the bound addresses once the
+	// listeners accept connections (tests and benchmarks bind port 0); an
+	// address the role does not listen on is "".
 	Ready func(s3Addr, adminAddr string)
+	// LeaseTTL is how long the controller role's lease lasts without
+	// renewal; 0 means three seconds. It is renewed every third of it.
+	// The role names itself in the lease by Node.
+	LeaseTTL time.Duration
+	// OnStoresClosing, when set, is called by Shutdown after every
+	// goroutine the server started has exited and before the stores
+	// close, with the goroutine counts (tests).
+	OnStoresClosing func(GoroutineCounts)
 	// CacheDir is the caching filter's local fast disk; empty means
 	// DATA/cache (serve) or no object cache (gateway).
 	CacheDir string
@@ -102,193 +134,367 @@ type Options struct {
 	// objects; 0 means every 10 minutes.
 	TrashPurgeEvery time.Duration
 	// MasterKeyFile is where the gateway role reads the fleet's master key
-	// when FACET_MASTER_KEY is unset (see RunGateway).
+	// when FACET_MASTER_KEY is unset (see CheckGateway).
 	MasterKeyFile string
-
-	// stateless is the gateway role: nothing is written to DataDir.
-	stateless bool
 }
 
-// Run serves until ctx is cancelled, then drains in-flight requests.
-func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
-	token, generated, masterKey, err := localState(opts)
-	if err != nil {
-		return err
-	}
-	store, err := meta.OpenURL(ctx, opts.MetaURL, opts.DataDir, masterKey, logger)
-	if err != nil {
-		return fmt.Errorf("open metadata store: %w", err)
-	}
-	defer store.Close()
-	needs := &neededLater{}
-	backend, err := openBackend(ctx, opts, logger, needs.Needed)
-	if err != nil {
-		return fmt.Errorf("open object store: %w", err)
-	}
-	defer backend.Close()
+// stateless is the gateway role: nothing is written to DataDir.
+func (o Options) stateless() bool { return o.Role == RoleGateway }
 
-	if opts.Node == "" {
-		opts.Node = defaultNode()
-	}
-	work, err := startWorkload(ctx, opts, logger)
-	if err != nil {
-		return fmt.Errorf("bus and workload metrics: %w", err)
-	}
-	defer work.close()
-	registry := builtin.NewRegistry()
-	// Requests read credentials and bucket owners from memory; fleet keeps
-	// that memory and the policy table in step with the store.
-	health := fleet.NewHealth(logger)
-	announcer := fleet.NewAnnouncer(opts.Node, store, work.bus, health, logger)
-	cache := meta.NewCache(meta.CacheConfig{Store: store, Health: health, Notify: announcer.PublishInvalidation})
-	// prom is set before the listeners start, hence before any filter runs.
-	var prom *promexp.Exporter
-	wasmDir := opts.DataDir
-	if opts.stateless {
-		wasmDir = ""
-	}
-	sandbox, err := startWasm(ctx, wasmDir, opts.WasmCacheDir, store, func(f, reason string) { prom.FilterFailed(f, reason) }, logger)
-	if err != nil {
-		return fmt.Errorf("wasm filters: %w", err)
-	}
-	defer sandbox.close()
-	policies := control.New(control.Config{Store: fleet.PolicyStore{Store: store, Announcer: announcer}, Registry: registry, Dynamic: sandbox.catalog, Logger: logger, Metrics: work.reg.PolicyMetrics})
-	syncer := fleet.NewSync(fleet.SyncConfig{Announcer: announcer, Policies: policies, Cache: cache, Logger: logger})
-	dataKeys, err := keys.New(masterKey, policies, 0)
-	if err != nil {
-		return fmt.Errorf("data keys: %w", err)
-	}
-	policies.SetKeys(dataKeys)
-	if err := policies.Reload(ctx); err != nil {
-		return fmt.Errorf("load policies: %w", err)
-	}
-	ctx, stopPolicies := context.WithCancel(ctx)
-	defer stopPolicies()
-	if err := syncer.Subscribe(); err != nil {
-		return fmt.Errorf("policy sync: %w", err)
-	}
-	go syncer.Run(ctx)
+// Server is one Facet process of some role.
+type Server struct {
+	opts Options
+	log  *slog.Logger
 
-	prom = promexp.New(promexp.Config{BucketLabels: opts.MetricsBucketLabels, Policies: policies, Logger: logger})
-	if err := syncer.Register(prom.Registry()); err != nil {
-		return fmt.Errorf("fleet metrics: %w", err)
-	}
-	prom.Registry().MustRegister(sandbox.rt.Collectors()...)
-	// metricFeed is where the workload-metric aggregator plugs in: with a
-	// feed, automation controllers run the dynamic policies.
-	metricFeed := work.feed()
-	if opts.NoControllers {
-		metricFeed = nil
-	}
-	qr, err := startQoS(ctx, opts.QoS, opts.Node, control.MetaSLOs{S: store}, policies, work.bus, prom.Throttled, logger)
-	if err != nil {
-		return fmt.Errorf("qos: %w", err)
-	}
-	go qr.cleanup(ctx, backend, store, logger)
-	cr, err := startContext(ctx, opts.Context, store, qr.slos.ClassLimits, qr.s3(), logger)
-	if err != nil {
-		return fmt.Errorf("request classes: %w", err)
-	}
-	needs.e.Store(cr.enforcer)
-	var front admit.QoS = cr.enforcer
-	if opts.QoS.Off {
-		// QoS off is no shaping stage at all: GETs keep sendfile.
-		front = nil
-	}
-	controllers, err := startControllers(ctx, policies, metricFeed, prom, logger, append(qr.globals(opts.NoControllers, work.bus, logger), cr.supervised())...)
-	if err != nil {
-		return fmt.Errorf("controllers: %w", err)
-	}
-	reqStores, err := startRequestFilterStores(ctx, opts, backend, store, work.bus, opts.Node+"-"+defaultNode(), qr.limiter, logger)
-	if err != nil {
-		return err
-	}
-	defer reqStores.close(logger)
-	var objCache dataplane.ObjectCache
-	var cacheStatus admin.CacheReporter
-	if reqStores.cache != nil {
-		objCache, cacheStatus = reqStores.cache, nodeCache{reqStores.cache}
-		prom.Registry().MustRegister(reqStores.cache.Collectors()...)
-	}
-	self := admin.LocalNode(opts.Node, backend, cacheStatus)
-	qr.describe(self)
-	qr.reportDevices(backend)
-	data := dataplane.New(dataplane.Config{
-		Backend: backend, Logger: logger,
-		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
-		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash, Changes: reqStores.changes,
-	})
-	s3 := s3api.New(s3api.Config{
-		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
-		Domains: opts.Domains, Region: opts.Region, QoS: front, Data: data,
-		Observer: promexp.Multi(prom, work.observer()),
-	})
-	blk, err := startBlock(ctx, opts, store, policies, dataKeys, prom.Registry(), work.bus, logger)
-	if err != nil {
-		return err
-	}
-	defer blk.close()
-	adminHandler := admin.New(admin.Config{Store: fleet.AdminStore{Store: store, Reload: policies.Reload, Sync: syncer, Log: logger}, Token: token, Logger: logger,
-		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
-		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, Volumes: blk.volumes(), QoS: qr.admin(), Trash: trashAdmin{reqStores.trash},
-		Filters:  control.NewFilterAdmin(policies, fleet.FilterStore{Store: store, Announcer: announcer}, sandbox.catalog),
-		Locality: locator(backend), Node: opts.Node, Nodes: fleetNodes{self: self, fleet: qr.fleet}, Context: cr})
+	// ctx is the lifetime of every goroutine the server starts; Shutdown
+	// cancels it once the listeners have drained.
+	ctx    context.Context
+	cancel context.CancelFunc
 
-	s3ln, err := net.Listen("tcp", opts.S3Addr)
-	if err != nil {
-		return fmt.Errorf("listen s3: %w", err)
-	}
-	adminLn, err := net.Listen("tcp", opts.AdminAddr)
-	if err != nil {
-		s3ln.Close()
-		return fmt.Errorf("listen admin: %w", err)
-	}
-	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
-	s3srv := &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog}
-	adminSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
-	mountDashboard(ctx, adminSrv, adminHandler, token, store, work.agg, logger)
+	goroutines goroutines
+	// runs are the goroutines Start launches, in the order New built
+	// their components.
+	runs []run
+	// listeners are the HTTP listeners Start binds and Shutdown drains.
+	listeners []*httpListener
+	// stops end the other request servers (NBD) before the goroutines
+	// are cancelled: requests in flight finish first.
+	stops []func() error
+	// closers close what New opened (stores, the bus, caches), in
+	// reverse order, after every goroutine has exited.
+	closers []closer
+	// failed carries a listener's fatal error to Run.
+	failed chan error
 
-	errc := make(chan error, 2)
-	go func() { errc <- serve(s3srv, s3ln) }()
-	go func() { errc <- serve(adminSrv, adminLn) }()
-	if generated && opts.Out != nil {
-		fmt.Fprintf(opts.Out, "admin token (stored in %s, shown once): %s\n", filepath.Join(opts.DataDir, "admin.token"), token)
-	}
-	if opts.Ready != nil {
-		opts.Ready(s3ln.Addr().String(), adminLn.Addr().String())
-	}
-	logger.Info("facet ready", "s3", s3ln.Addr().String(), "admin", adminLn.Addr().String(), "data", opts.DataDir)
+	token, tokenFile string // tokenFile: where a generated token was stored
+	ready            func(s3Addr, adminAddr string)
+	readyMsg         []any
+	// readyHooks run once the listeners are bound, before ready.
+	readyHooks []func()
+	started    atomic.Bool
 
-	var runErr error
+	startOnce, shutdownOnce sync.Once
+	shutdownErr             error
+}
+
+type run struct {
+	name string
+	f    func(ctx context.Context)
+}
+
+type closer struct {
+	name string
+	f    func() error
+}
+
+// httpListener is an HTTP server and the address it binds.
+type httpListener struct {
+	name string
+	addr string
+	srv  *http.Server
+	ln   net.Listener
+}
+
+// New builds the components of opts.Role in dependency order; nothing
+// runs until Start. ctx bounds the building only (opening stores, loading
+// policies). On error, whatever was opened is closed.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Role == "" {
+		opts.Role = RoleServe
+	}
+	s := &Server{opts: opts, log: opts.Logger, failed: make(chan error, 4)}
+	s.goroutines.running = map[string]int{}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	var err error
+	switch opts.Role {
+	case RoleServe, RoleGateway:
+		err = s.buildGateway(ctx)
+	case RoleController:
+		err = s.buildController(ctx)
+	case RoleBlock:
+		err = s.buildBlock(ctx)
+	default:
+		err = fmt.Errorf("unknown role %q", opts.Role)
+	}
+	if err != nil {
+		s.cancel()
+		s.closeAll()
+		return nil, err
+	}
+	return s, nil
+}
+
+// later registers a goroutine for Start.
+func (s *Server) later(name string, f func(ctx context.Context)) {
+	s.runs = append(s.runs, run{name, f})
+}
+
+// closeLater registers what Shutdown closes after the goroutines exit.
+func (s *Server) closeLater(name string, f func() error) {
+	s.closers = append(s.closers, closer{name, f})
+}
+
+// listen registers an HTTP listener for Start.
+func (s *Server) listen(name, addr string, srv *http.Server) *httpListener {
+	l := &httpListener{name: name, addr: addr, srv: srv}
+	s.listeners = append(s.listeners, l)
+	return l
+}
+
+// fail reports a fatal error of a listener to Run.
+func (s *Server) fail(err error) {
 	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
+	case s.failed <- err:
+	default:
 	}
-	logger.Info("shutting down", "timeout", opts.ShutdownTimeout.String())
-	sctx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
-	defer cancel()
-	if err := s3srv.Shutdown(sctx); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("s3 shutdown: %w", err))
-	}
-	if err := adminSrv.Shutdown(sctx); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("admin shutdown: %w", err))
-	}
-	logger.Info("stopped")
-	return runErr
 }
 
-func serve(srv *http.Server, ln net.Listener) error {
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+// Failed delivers the first fatal error of a listener (Run then shuts
+// the server down).
+func (s *Server) Failed() <-chan error { return s.failed }
+
+// Start runs the background goroutines, then binds the listeners and
+// serves. If a listener cannot be bound, Start returns the error; call
+// Shutdown to stop what did start.
+func (s *Server) Start() error {
+	err := errors.New("server: started twice")
+	s.startOnce.Do(func() { err = s.start() })
+	return err
+}
+
+func (s *Server) start() error {
+	s.started.Store(true)
+	for _, r := range s.runs {
+		s.startGoroutine(r.name, func() { r.f(s.ctx) })
+	}
+	for _, l := range s.listeners {
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", l.name, err)
+		}
+		l.ln = ln
+	}
+	for _, l := range s.listeners {
+		s.startGoroutine(l.name+" listener", func() {
+			if err := l.srv.Serve(l.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.fail(fmt.Errorf("%s: %w", l.name, err))
+			}
+		})
+	}
+	if s.tokenFile != "" && s.opts.Out != nil {
+		fmt.Fprintf(s.opts.Out, "admin token (stored in %s, shown once): %s\n", s.tokenFile, s.token)
+	}
+	for _, h := range s.readyHooks {
+		h()
+	}
+	if s.ready != nil {
+		s.ready(s.addr("s3"), s.addr("admin"))
+	}
+	s.log.Info(s.readyMsg[0].(string), s.readyArgs()...)
+	return nil
+}
+
+// addr is the bound address of the named listener, "" when none.
+func (s *Server) addr(name string) string {
+	for _, l := range s.listeners {
+		if l.name == name && l.ln != nil {
+			return l.ln.Addr().String()
+		}
+	}
+	return ""
+}
+
+// readyArgs are the ready message's attributes: the bound addresses of
+// the listeners, then the role's own.
+func (s *Server) readyArgs() []any {
+	var out []any
+	for _, l := range s.listeners {
+		if l.ln != nil {
+			out = append(out, l.name, l.ln.Addr().String())
+		}
+	}
+	return append(out, s.readyMsg[1:]...)
+}
+
+// Shutdown stops the server: it stops accepting, lets the requests in
+// flight finish (until ctx ends), cancels every goroutine and waits for
+// them all, then closes the stores. A goroutine still running when ctx
+// has ended and a grace period has passed is named in the error, and the
+// stores are then left open rather than closed under it.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
+	return s.shutdownErr
+}
+
+// goroutineGrace is how long Shutdown waits for cancelled goroutines past
+// its ctx: they were cancelled and should return promptly (the controller
+// supervisor gives a controller 10 s).
+const goroutineGrace = 15 * time.Second
+
+func (s *Server) shutdown(ctx context.Context) error {
+	var errs []error
+	for _, l := range s.listeners {
+		if l.ln == nil {
+			continue
+		}
+		if err := l.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s shutdown: %w", l.name, err))
+		}
+	}
+	for _, stop := range s.stops {
+		if err := stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.cancel()
+	if running := s.goroutines.wait(ctx, goroutineGrace); len(running) > 0 {
+		err := fmt.Errorf("goroutines still running, stores left open: %s", strings.Join(running, ", "))
+		s.log.Error("shutdown", "err", err)
+		return errors.Join(append(errs, err)...)
+	}
+	counts := s.Goroutines()
+	s.log.Info("goroutines", "started", counts.Started, "exited", counts.Exited)
+	if s.opts.OnStoresClosing != nil {
+		s.opts.OnStoresClosing(counts)
+	}
+	errs = append(errs, s.closeAll()...)
+	s.log.Info("stores closed")
+	s.log.Info("stopped")
+	return errors.Join(errs...)
+}
+
+// closeAll closes what New opened, last opened first.
+func (s *Server) closeAll() []error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		c := s.closers[i]
+		if err := c.f(); err != nil {
+			s.log.Warn("close", "what", c.name, "err", err)
+			errs = append(errs, fmt.Errorf("close %s: %w", c.name, err))
+		}
+	}
+	s.closers = nil
+	return errs
+}
+
+// Run builds the server, serves until ctx ends or a listener fails, then
+// shuts down within opts.ShutdownTimeout.
+func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
+	opts.Logger = logger
+	s, err := New(ctx, opts)
+	if err != nil {
 		return err
 	}
-	return nil
+	runErr := s.Start()
+	if runErr == nil {
+		select {
+		case <-ctx.Done():
+		case runErr = <-s.Failed():
+		}
+	}
+	s.log.Info("shutting down", "timeout", s.opts.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	return errors.Join(runErr, s.Shutdown(sctx))
+}
+
+// GoroutineCounts counts the goroutines a server started.
+type GoroutineCounts struct {
+	Started, Exited int64
+	// Running names those still running (with a count when several run
+	// under one name).
+	Running []string
+}
+
+// Goroutines counts the goroutines started so far and those exited.
+func (s *Server) Goroutines() GoroutineCounts { return s.goroutines.counts() }
+
+// goroutines counts and waits for the goroutines a server starts, in the
+// manner of nats-server's startGoroutine.
+type goroutines struct {
+	wg              sync.WaitGroup
+	started, exited atomic.Int64
+	mu              sync.Mutex
+	running         map[string]int
+}
+
+// startGoroutine runs f on a goroutine of its own, counted under name
+// until it returns. Every goroutine of the server starts here.
+func (s *Server) startGoroutine(name string, f func()) {
+	g := &s.goroutines
+	g.wg.Add(1)
+	g.started.Add(1)
+	g.mu.Lock()
+	g.running[name]++
+	g.mu.Unlock()
+	go func() {
+		defer func() {
+			g.mu.Lock()
+			if g.running[name]--; g.running[name] == 0 {
+				delete(g.running, name)
+			}
+			g.mu.Unlock()
+			g.exited.Add(1)
+			g.wg.Done()
+		}()
+		f()
+	}()
+}
+
+func (g *goroutines) counts() GoroutineCounts {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := GoroutineCounts{Started: g.started.Load(), Exited: g.exited.Load()}
+	for name, n := range g.running {
+		if n > 1 {
+			name = fmt.Sprintf("%s (%d)", name, n)
+		}
+		c.Running = append(c.Running, name)
+	}
+	slices.Sort(c.Running)
+	return c
+}
+
+// wait waits for every goroutine to exit, until ctx ends and grace has
+// passed; it returns the names of those still running.
+func (g *goroutines) wait(ctx context.Context, grace time.Duration) []string {
+	done := make(chan struct{})
+	go func() { g.wg.Wait(); close(done) }() // not counted: it watches the others
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return g.counts().Running
+	}
+}
+
+// defaultNode names this process: the host name and a random suffix, so
+// that two gateways on one host (tests, benchmarks) stay apart.
+func defaultNode() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "facet"
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
 }
 
 // localState returns the admin token (generated reports that it must be
 // shown) and the master key; only `facet serve` creates them in its data
 // directory, the gateway role is given both.
 func localState(opts Options) (token string, generated bool, key []byte, err error) {
-	if opts.stateless {
+	if opts.stateless() {
 		key, err = fleetMasterKey(opts)
 		return opts.AdminToken, false, key, err
 	}

@@ -2,13 +2,10 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"time"
 
@@ -29,25 +26,24 @@ type workload struct {
 	bus       *bus.NATS
 	collector *metrics.Collector // nil when workload metrics are off
 	agg       *metrics.Aggregator
-	stop      context.CancelFunc
 	log       *slog.Logger
 }
 
-// startWorkload starts the bus and the workload metrics. Joining an
-// external bus never fails for the bus being down: the connection keeps
-// retrying, and the data path goes on meanwhile.
-func startWorkload(ctx context.Context, opts Options, logger *slog.Logger) (*workload, error) {
+// openWorkload connects the bus and builds the workload metrics; their
+// loops run from Start, and the bus closes at Shutdown, after them.
+// Joining an external bus never fails for the bus being down: the
+// connection keeps retrying, and the data path goes on meanwhile.
+func (s *Server) openWorkload(opts Options) (*workload, error) {
+	logger := s.log
 	node := opts.Node
 	if node == "" {
 		node = defaultNode()
 	}
 	w := &workload{reg: metrics.NewBuiltinRegistry(), log: logger}
-	ctx, w.stop = context.WithCancel(ctx)
 	var err error
 	if opts.BusURL == "" {
 		w.server, err = bus.StartServer(bus.ServerOptions{Name: node, Addr: opts.BusListen, Logger: logger})
 		if err != nil {
-			w.stop()
 			return nil, err
 		}
 		if u := w.server.URL(); u != "" {
@@ -56,7 +52,6 @@ func startWorkload(ctx context.Context, opts Options, logger *slog.Logger) (*wor
 		w.bus, err = w.server.Connect(node)
 	} else {
 		if opts.BusListen != "" {
-			w.stop()
 			return nil, errors.New("--bus-listen is for the embedded bus; with --bus, run `facet bus` or a NATS cluster")
 		}
 		w.bus, err = bus.Dial(opts.BusURL, node, logger)
@@ -65,17 +60,18 @@ func startWorkload(ctx context.Context, opts Options, logger *slog.Logger) (*wor
 		w.close()
 		return nil, err
 	}
+	s.closeLater("bus", func() error { w.close(); return nil })
 	w.agg = metrics.NewAggregator(metrics.AggregatorConfig{Registry: w.reg, Bus: w.bus, Period: opts.MetricsPeriod, Logger: logger})
-	if err := w.agg.Start(ctx); err != nil {
-		w.close()
+	if err := w.agg.Listen(s.ctx); err != nil {
 		return nil, fmt.Errorf("metric aggregator: %w", err)
 	}
+	s.later("metric aggregator", w.agg.Run)
 	if !opts.NoWorkloadMetrics {
 		w.collector = metrics.NewCollector(metrics.CollectorConfig{Node: node, Registry: w.reg, Bus: w.bus, Period: opts.MetricsPeriod, Logger: logger})
-		if err := w.collector.Start(ctx); err != nil {
-			w.close()
+		if err := w.collector.Listen(s.ctx); err != nil {
 			return nil, fmt.Errorf("metric collector: %w", err)
 		}
+		s.later("metric collector", w.collector.Run)
 	}
 	logger.Info("workload metrics", "node", node, "collect", w.collector != nil, "bus", busName(opts))
 	return w, nil
@@ -86,18 +82,6 @@ func busName(opts Options) string {
 		return "embedded"
 	}
 	return "external"
-}
-
-// defaultNode names this process: the host name and a random suffix, so
-// that two gateways on one host (tests, benchmarks) stay apart.
-func defaultNode() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "facet"
-	}
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	return host + "-" + hex.EncodeToString(b[:])
 }
 
 // observer is what the S3 front end tells about requests; nil when
@@ -116,7 +100,6 @@ func (w *workload) feed() control.Feed { return control.FeedOf(w.agg.Subscribe, 
 func (w *workload) source() admin.MetricsSource { return workloadSource{w.reg, w.agg} }
 
 func (w *workload) close() {
-	w.stop()
 	if w.bus != nil {
 		if err := w.bus.Close(); err != nil {
 			w.log.Warn("bus close", "err", err)

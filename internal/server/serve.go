@@ -1,0 +1,188 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/admit"
+	"github.com/facet-sds/facet/internal/control"
+	"github.com/facet-sds/facet/internal/controller"
+	"github.com/facet-sds/facet/internal/dataplane"
+	"github.com/facet-sds/facet/internal/filter"
+	"github.com/facet-sds/facet/internal/filter/builtin"
+	"github.com/facet-sds/facet/internal/fleet"
+	"github.com/facet-sds/facet/internal/keys"
+	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/promexp"
+	"github.com/facet-sds/facet/internal/s3api"
+)
+
+// buildGateway builds `facet serve` and `facet gateway`, each component
+// from those before it:
+//
+//	metadata store -> bus and workload metrics -> store health, fleet
+//	announcer, credential cache -> Prometheus exporter -> WASM runtime
+//	-> data-key ids, data keys -> policy service -> fleet sync -> QoS
+//	(SLO cache, limiter, fleet view) -> request classes -> object store
+//	-> controllers -> object cache, recycle bin -> S3 front end -> block
+//	stage -> admin API, dashboard -> listeners (Start).
+//
+// Two pairs need each other; each cycle is broken by a third piece built
+// first: the credential cache and the fleet sync share fleet.Health and
+// the fleet.Announcer; the policy service and the data keys share
+// control.KeyIDs.
+func (s *Server) buildGateway(ctx context.Context) error {
+	opts, logger := &s.opts, s.log
+	if opts.Role == RoleGateway {
+		if err := CheckGateway(*opts, os.Getenv); err != nil {
+			return err
+		}
+		opts.NoControllers = true
+	}
+	token, generated, masterKey, err := localState(*opts)
+	if err != nil {
+		return err
+	}
+	s.setToken(token, generated)
+	store, err := meta.OpenURL(ctx, opts.MetaURL, opts.DataDir, masterKey, logger)
+	if err != nil {
+		return fmt.Errorf("open metadata store: %w", err)
+	}
+	s.closeLater("metadata store", store.Close)
+	if opts.Node == "" {
+		opts.Node = defaultNode()
+	}
+	work, err := s.openWorkload(*opts)
+	if err != nil {
+		return fmt.Errorf("bus and workload metrics: %w", err)
+	}
+	registry := builtin.NewRegistry()
+	// Requests read credentials and bucket owners from memory; the fleet
+	// sync keeps that memory and the policy table in step with the store.
+	health := fleet.NewHealth(logger)
+	announcer := fleet.NewAnnouncer(opts.Node, store, work.bus, health, logger)
+	cache := meta.NewCache(meta.CacheConfig{Store: store, Health: health, Notify: announcer.PublishInvalidation})
+	prom := promexp.New(promexp.Config{BucketLabels: opts.MetricsBucketLabels, Logger: logger})
+	wasmDir := opts.DataDir
+	if opts.stateless() {
+		wasmDir = ""
+	}
+	sandbox, err := startWasm(s.ctx, wasmDir, opts.WasmCacheDir, store, prom.FilterFailed, logger)
+	if err != nil {
+		return fmt.Errorf("wasm filters: %w", err)
+	}
+	s.closeLater("wasm filters", func() error { sandbox.close(); return nil })
+	keyIDs := control.NewKeyIDs()
+	dataKeys, err := keys.New(masterKey, keyIDs, 0)
+	if err != nil {
+		return fmt.Errorf("data keys: %w", err)
+	}
+	policies := control.New(control.Config{Store: fleet.PolicyStore{Store: store, Announcer: announcer}, Registry: registry, Dynamic: sandbox.catalog,
+		Keys: dataKeys, KeyIDs: keyIDs, Logger: logger, Metrics: work.reg.PolicyMetrics})
+	if err := policies.Reload(ctx); err != nil {
+		return fmt.Errorf("load policies: %w", err)
+	}
+	syncer := fleet.NewSync(fleet.SyncConfig{Announcer: announcer, Policies: policies, Cache: cache, Logger: logger})
+	if err := syncer.Subscribe(); err != nil {
+		return fmt.Errorf("policy sync: %w", err)
+	}
+	s.later("fleet sync", syncer.Run)
+	prom.Registry().MustRegister(promexp.PolicyTableVersion(policies))
+	if err := syncer.Register(prom.Registry()); err != nil {
+		return fmt.Errorf("fleet metrics: %w", err)
+	}
+	prom.Registry().MustRegister(sandbox.rt.Collectors()...)
+	// metricFeed is where the workload-metric aggregator plugs in: with a
+	// feed, automation controllers run the dynamic policies.
+	metricFeed := work.feed()
+	if opts.NoControllers {
+		metricFeed = nil
+	}
+	qr, err := s.newQoS(ctx, opts.QoS, control.MetaSLOs{S: store}, policies, work.bus, prom.Throttled)
+	if err != nil {
+		return fmt.Errorf("qos: %w", err)
+	}
+	cr, err := s.newContext(ctx, opts.Context, store, qr.slos.ClassLimits, qr.s3())
+	if err != nil {
+		return fmt.Errorf("request classes: %w", err)
+	}
+	// The storage stage reads the classes' reservations from the enforcer.
+	backend, err := openBackend(ctx, *opts, logger, cr.enforcer.Needed)
+	if err != nil {
+		return fmt.Errorf("open object store: %w", err)
+	}
+	s.closeLater("object store", backend.Close)
+	s.cleanup(qr, backend, store)
+	var front admit.QoS = cr.enforcer
+	if opts.QoS.Off {
+		// QoS off is no shaping stage at all: GETs keep sendfile.
+		front = nil
+	}
+	var globals []func(*controller.Supervisor) error
+	globals = append(globals, qr.globals(opts.NoControllers, work.bus, logger)...)
+	globals = append(globals, cr.supervised())
+	sup, controllers, err := newControllers(policies, metricFeed, prom, logger, globals...)
+	if err != nil {
+		return fmt.Errorf("controllers: %w", err)
+	}
+	s.later("controller supervisor", func(ctx context.Context) {
+		if err := sup.Serve(ctx); err != nil {
+			logger.Error("controller supervisor stopped", "err", err)
+		}
+	})
+	reqStores, err := s.openRequestFilterStores(ctx, backend, store, work.bus, opts.Node+"-"+defaultNode(), qr.limiter)
+	if err != nil {
+		return err
+	}
+	var objCache dataplane.ObjectCache
+	var cacheStatus admin.CacheReporter
+	if reqStores.cache != nil {
+		objCache, cacheStatus = reqStores.cache, nodeCache{reqStores.cache}
+		prom.Registry().MustRegister(reqStores.cache.Collectors()...)
+	}
+	self := admin.LocalNode(opts.Node, backend, cacheStatus)
+	s.runAgent(qr, work.bus, self, backend)
+	data := dataplane.New(dataplane.Config{
+		Backend: backend, Logger: logger,
+		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
+		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash, Changes: reqStores.changes,
+	})
+	s3 := s3api.New(s3api.Config{
+		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
+		Domains: opts.Domains, Region: opts.Region, QoS: front, Data: data,
+		Observer: promexp.Multi(prom, work.observer()),
+	})
+	blk, err := s.newBlock(ctx, store, policies, dataKeys, prom.Registry(), work.bus)
+	if err != nil {
+		return err
+	}
+	adminHandler := admin.New(admin.Config{Store: fleet.AdminStore{Store: store, Reload: policies.Reload, Sync: syncer, Log: logger}, Token: token, Logger: logger,
+		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
+		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, Volumes: blk.volumes(), QoS: qr.admin(), Trash: trashAdmin{reqStores.trash},
+		Filters:  control.NewFilterAdmin(policies, fleet.FilterStore{Store: store, Announcer: announcer}, sandbox.catalog),
+		Locality: locator(backend), Node: opts.Node, Nodes: fleetNodes{self: self, fleet: qr.fleet}, Context: cr})
+
+	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
+	s.listen("s3", opts.S3Addr, &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog})
+	adminSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	s.mountDashboard(adminSrv, adminHandler, token, store, work.agg)
+	s.listen("admin", opts.AdminAddr, adminSrv)
+	s.ready = opts.Ready
+	s.readyMsg = []any{"facet ready", "data", opts.DataDir}
+	return nil
+}
+
+// setToken keeps the admin token; a generated one is announced once by
+// Start.
+func (s *Server) setToken(token string, generated bool) {
+	s.token = token
+	if generated {
+		s.tokenFile = filepath.Join(s.opts.DataDir, "admin.token")
+	}
+}
