@@ -22,9 +22,9 @@ type EqualShare struct {
 func (e *EqualShare) Name() string { return e.ControllerName }
 
 // Reconcile implements GlobalController.
-func (e *EqualShare) Reconcile(_ context.Context, snap MetricSnapshot) (Assignments, error) {
+func (e *EqualShare) Reconcile(_ context.Context, snap MetricSnapshot, _ Memory) (Assignments, Memory, error) {
 	if e.Capacity <= 0 {
-		return nil, errors.New("equal share: capacity must be positive")
+		return nil, nil, errors.New("equal share: capacity must be positive")
 	}
 	var busy []string
 	for _, t := range snap.Targets(e.Metric) {
@@ -36,5 +36,5 @@ func (e *EqualShare) Reconcile(_ context.Context, snap MetricSnapshot) (Assignme
 	for _, t := range busy {
 		out = append(out, Assignment{Target: t, Key: e.Key, Value: e.Capacity / float64(len(busy))})
 	}
-	return out, nil
+	return out, nil, nil
 }

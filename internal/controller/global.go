@@ -16,15 +16,24 @@ import (
 
 // GlobalController computes assignments for every node from the latest
 // metric snapshot: the bandwidth share of the QoS model is one. Reconcile
-// must be a function of the snapshot and the controller's configuration
-// (level-triggered): the runner may call it again with the same snapshot,
-// after a restart, or skip a period.
+// is a function of the snapshot, the controller's configuration and the
+// state the previous call returned (level-triggered): the controller keeps
+// no state of its own; the runner holds it between periods and may call
+// Reconcile again with the same snapshot, after a restart, or skip a
+// period.
 type GlobalController interface {
 	// Name identifies the controller in subjects and in the control API:
 	// lower-case letters, digits, '-' and '_'.
 	Name() string
-	Reconcile(ctx context.Context, snap MetricSnapshot) (Assignments, error)
+	// Reconcile returns the assignments and the state for the next call;
+	// state is nil on the first call. A failed call leaves the state as
+	// it was.
+	Reconcile(ctx context.Context, snap MetricSnapshot, state Memory) (Assignments, Memory, error)
 }
+
+// Memory is a controller's state between periods (what it published
+// last, say), opaque to the runner that holds it.
+type Memory any
 
 // MetricSnapshot is the latest value of every metric for every target,
 // merged across nodes, and, where the source keeps them, per node.
@@ -160,6 +169,10 @@ type GlobalRunner struct {
 	log      *slog.Logger
 	instance string
 
+	// state is the controller's state between periods; only step, on
+	// the runner's one goroutine, touches it.
+	state Memory
+
 	mu          sync.Mutex
 	published   Assignments // nil until the first publication
 	publishedAt time.Time
@@ -234,10 +247,11 @@ func (r *GlobalRunner) step(ctx context.Context) error {
 	r.mu.Lock()
 	r.samples = merged
 	r.mu.Unlock()
-	as, err := r.c.Reconcile(ctx, snap)
+	as, next, err := r.c.Reconcile(ctx, snap, r.state)
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
+	r.state = next
 	as = as.canonical()
 	r.mu.Lock()
 	same := r.published != nil && slices.Equal(as, r.published)

@@ -70,11 +70,11 @@ func demand(metric, target string, v float64) controller.Sample {
 
 func TestEqualShare(t *testing.T) {
 	es := &controller.EqualShare{ControllerName: "share", Metric: "put_bw", Key: "put_bw_limit", Capacity: 90}
-	as, err := es.Reconcile(t.Context(), controller.MetricSnapshot{Samples: []controller.Sample{
+	as, _, err := es.Reconcile(t.Context(), controller.MetricSnapshot{Samples: []controller.Sample{
 		demand("put_bw", "tenant:t1", 10), demand("put_bw", "tenant:t2", 0), demand("put_bw", "tenant:t3", 5),
 		demand("get_bw", "tenant:t4", 5),
 		{Metric: "put_bw", Target: "tenant:t5", Node: "n1", Value: 7}, // per-node samples are not demand of their own
-	}})
+	}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestEqualShare(t *testing.T) {
 	if len(as) != len(want) || as[0] != want[0] || as[1] != want[1] {
 		t.Fatalf("assignments %+v, want %+v", as, want)
 	}
-	if _, err := (&controller.EqualShare{ControllerName: "x"}).Reconcile(t.Context(), controller.MetricSnapshot{}); err == nil {
+	if _, _, err := (&controller.EqualShare{ControllerName: "x"}).Reconcile(t.Context(), controller.MetricSnapshot{}, nil); err == nil {
 		t.Fatal("no capacity accepted")
 	}
 }

@@ -80,7 +80,7 @@ func TestControllerAssignsClassesPerNode(t *testing.T) {
 		return ClassSLOs{Classes: map[string]SLO{"t1/low_level": {Limit: 8e6}}}, nil
 	}})
 	snap, _ := f.Snapshot(context.Background())
-	as, err := b.Reconcile(context.Background(), snap)
+	as, _, err := b.Reconcile(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

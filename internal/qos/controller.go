@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/facet-sds/facet/internal/controller"
 )
@@ -35,13 +34,18 @@ type BandwidthConfig struct {
 // Bandwidth is the global bandwidth controller: each period it turns the
 // fleet's reports (demand and usage per node and flow, capacity per node)
 // and the SLOs into per-node rates with its Algorithm. Run it under a
-// controller.GlobalRunner on the Fleet's snapshots.
+// controller.GlobalRunner on the Fleet's snapshots; the runner holds its
+// BandwidthState between periods.
 type Bandwidth struct {
 	cfg BandwidthConfig
+}
 
-	mu      sync.Mutex
-	last    Allocation // bytes/s published per flow and node
-	lastOps Allocation // ops/s published per flow and node
+// BandwidthState is what the controller published last, the input of its
+// next period's threshold: a node's rates are republished only when one
+// moves by more than the threshold.
+type BandwidthState struct {
+	Bytes Allocation // bytes/s published per flow and node
+	Ops   Allocation // ops/s published per flow and node
 }
 
 var _ controller.GlobalController = (*Bandwidth)(nil)
@@ -60,7 +64,7 @@ func NewBandwidth(cfg BandwidthConfig) *Bandwidth {
 	if cfg.MinWant <= 0 {
 		cfg.MinWant = 256 << 10
 	}
-	return &Bandwidth{cfg: cfg, last: Allocation{}, lastOps: Allocation{}}
+	return &Bandwidth{cfg: cfg}
 }
 
 // Name implements controller.GlobalController.
@@ -69,16 +73,26 @@ func (b *Bandwidth) Name() string { return ControllerName }
 // Algorithm is the algorithm in use.
 func (b *Bandwidth) Algorithm() Algorithm { return b.cfg.Algorithm }
 
-// Reconcile implements controller.GlobalController.
-func (b *Bandwidth) Reconcile(ctx context.Context, snap controller.MetricSnapshot) (controller.Assignments, error) {
+// Reconcile implements controller.GlobalController: it reads the SLOs in
+// force (the one input that is not in the snapshot) and decides.
+func (b *Bandwidth) Reconcile(ctx context.Context, snap controller.MetricSnapshot, mem controller.Memory) (controller.Assignments, controller.Memory, error) {
 	var slos SLOSource = SLOMap{}
 	if b.cfg.SLOs != nil {
 		s, err := b.cfg.SLOs(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("load SLOs: %w", err)
+			return nil, mem, fmt.Errorf("load SLOs: %w", err)
 		}
 		slos = s
 	}
+	prev, _ := mem.(BandwidthState) // zero on the first period
+	as, next := b.Decide(snap, slos, prev)
+	return as, next, nil
+}
+
+// Decide is the controller's pure function: from a fleet snapshot, the
+// SLOs and what was published last, the assignments to publish and the
+// state of the next period.
+func (b *Bandwidth) Decide(snap controller.MetricSnapshot, slos SLOSource, prev BandwidthState) (controller.Assignments, BandwidthState) {
 	p := ProblemFromSnapshot(snap, b.cfg)
 	p.SLOs = slos
 	// An estimated capacity only matters where there is a reservation to
@@ -97,11 +111,9 @@ func (b *Bandwidth) Reconcile(ctx context.Context, snap controller.MetricSnapsho
 	// operations capacity, so only caps bind.
 	ops := b.cfg.Algorithm.Allocate(OpsProblemFromSnapshot(snap, opsSLOs{slos}))
 
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := publish(alloc, &b.last, b.cfg.Threshold, Class.Key)
-	out = append(out, publish(ops, &b.lastOps, b.cfg.Threshold, Class.OpsKey)...)
-	return out, nil
+	out, bytes := publish(alloc, prev.Bytes, b.cfg.Threshold, Class.Key)
+	opsOut, opsNext := publish(ops, prev.Ops, b.cfg.Threshold, Class.OpsKey)
+	return append(out, opsOut...), BandwidthState{Bytes: bytes, Ops: opsNext}
 }
 
 // publish turns an allocation into assignments under key, keeping the
@@ -109,15 +121,15 @@ func (b *Bandwidth) Reconcile(ctx context.Context, snap controller.MetricSnapsho
 // more than threshold; otherwise the node gets the whole new set, so that
 // small moves cannot pile up into capacity left unassigned. +Inf
 // (unassigned) flows run at their nodes' static rates.
-func publish(alloc Allocation, last *Allocation, threshold float64, key func(Class) string) controller.Assignments {
+func publish(alloc Allocation, last Allocation, threshold float64, key func(Class) string) (controller.Assignments, Allocation) {
 	moved := map[string]bool{}
 	for k, r := range alloc {
-		old, ok := (*last)[k]
+		old, ok := last[k]
 		if !ok || math.IsInf(r, 1) != math.IsInf(old, 1) || math.Abs(r-old) > threshold*old {
 			moved[k.Node] = true
 		}
 	}
-	for k := range *last {
+	for k := range last {
 		if _, ok := alloc[k]; !ok {
 			moved[k.Node] = true
 		}
@@ -126,7 +138,7 @@ func publish(alloc Allocation, last *Allocation, threshold float64, key func(Cla
 	out := controller.Assignments{}
 	for k, r := range alloc {
 		if !moved[k.Node] {
-			r = (*last)[k]
+			r = last[k]
 		}
 		next[k] = r
 		if math.IsInf(r, 1) {
@@ -134,8 +146,7 @@ func publish(alloc Allocation, last *Allocation, threshold float64, key func(Cla
 		}
 		out = append(out, controller.Assignment{Node: k.Node, Target: "tenant:" + k.Tenant, Key: key(k.Class), Value: math.Round(r)})
 	}
-	*last = next
-	return out
+	return out, next
 }
 
 // ProblemFromSnapshot reads capacities and demands from a Fleet snapshot.

@@ -3,7 +3,9 @@ package qos
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -29,7 +31,7 @@ func TestBandwidthController(t *testing.T) {
 		return SLOMap{"t1": {Get: 30e6}, "t2": {Get: 20e6}}, nil
 	}})
 	snap, _ := f.Snapshot(context.Background())
-	as, err := b.Reconcile(context.Background(), snap)
+	as, mem, err := b.Reconcile(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func TestBandwidthController(t *testing.T) {
 		FlowStatus{Tenant: "t3", Class: ClassGet, Streams: 1, Served: 4.1e6, Waited: 0},
 	))
 	snap, _ = f.Snapshot(context.Background())
-	as2, _ := b.Reconcile(context.Background(), snap)
+	as2, _, _ := b.Reconcile(context.Background(), snap, mem)
 	for _, a := range as2 {
 		if a.Value != got[a.Target] {
 			t.Errorf("%s moved from %v to %v under the threshold", a.Target, got[a.Target], a.Value)
@@ -76,14 +78,14 @@ func TestProblemCapacity(t *testing.T) {
 	// Without a reservation there, an estimated node is not held to its
 	// estimate; with one, it is.
 	b := NewBandwidth(BandwidthConfig{})
-	as, _ := b.Reconcile(context.Background(), snap)
+	as, _, _ := b.Reconcile(context.Background(), snap, nil)
 	for _, a := range as {
 		if a.Node == "estimated" {
 			t.Fatalf("flow on an estimated node without reservations assigned %v", a)
 		}
 	}
 	b = NewBandwidth(BandwidthConfig{SLOs: func(context.Context) (SLOSource, error) { return SLOMap{"t1": {Put: 5e6}}, nil }})
-	as, _ = b.Reconcile(context.Background(), snap)
+	as, _, _ = b.Reconcile(context.Background(), snap, nil)
 	found := false
 	for _, a := range as {
 		found = found || a.Node == "estimated" && math.Abs(a.Value-11e6) <= 1
@@ -206,4 +208,32 @@ func FuzzDecodeReport(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The controller keeps no state of its own: the same snapshot, SLOs and
+// previous state give the same assignments and next state, and the
+// previous state is left as it was (the runner holds it).
+func TestBandwidthDecideIsPure(t *testing.T) {
+	f := NewFleet(time.Minute)
+	f.Add(report("a", 80e6,
+		FlowStatus{Tenant: "t1", Class: ClassGet, Streams: 2, Served: 40e6, Waited: 0.9},
+		FlowStatus{Tenant: "t2", Class: ClassPut, Streams: 1, Served: 4e6, Ops: 10}))
+	snap, _ := f.Snapshot(context.Background())
+	slos := SLOMap{"t1": {Get: 30e6, Ops: 50}}
+	b := NewBandwidth(BandwidthConfig{})
+	as1, s1 := b.Decide(snap, slos, BandwidthState{})
+	as2, s2 := b.Decide(snap, slos, BandwidthState{})
+	if !reflect.DeepEqual(as1, as2) || !reflect.DeepEqual(s1, s2) || len(s1.Bytes) == 0 {
+		t.Fatalf("two decisions on the same input differ:\n%+v %+v\n%+v %+v", as1, s1, as2, s2)
+	}
+	before := maps.Clone(s1.Bytes)
+	f.Add(report("a", 80e6, FlowStatus{Tenant: "t3", Class: ClassGet, Streams: 1, Served: 1e6}))
+	snap2, _ := f.Snapshot(context.Background())
+	_, s3 := b.Decide(snap2, slos, s1)
+	if !reflect.DeepEqual(s1.Bytes, before) {
+		t.Fatalf("Decide changed the state it was given: %v, was %v", s1.Bytes, before)
+	}
+	if reflect.DeepEqual(s3.Bytes, s1.Bytes) {
+		t.Fatal("another snapshot, the same next state")
+	}
 }

@@ -28,7 +28,7 @@ func TestOpsSplitAcrossGateways(t *testing.T) {
 	slos := SLOMap{"t1": {Ops: 30}}
 	b := NewBandwidth(BandwidthConfig{SLOs: func(context.Context) (SLOSource, error) { return slos, nil }})
 	snap, _ := f.Snapshot(context.Background())
-	as, err := b.Reconcile(context.Background(), snap)
+	as, mem, err := b.Reconcile(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestOpsSplitAcrossGateways(t *testing.T) {
 		t.Fatalf("assigned ops rate on b %v, want 5", r)
 	}
 	// A repeat within the threshold publishes the same rates.
-	as2, _ := b.Reconcile(context.Background(), snap)
+	as2, _, _ := b.Reconcile(context.Background(), snap, mem)
 	for _, a := range as2 {
 		if k := a.Node + "/" + a.Target + "/" + a.Key; want[k] != 0 && a.Value != got[k] {
 			t.Errorf("%s moved to %v", k, a.Value)
