@@ -34,7 +34,7 @@ const trashPurgeEvery = 10 * time.Minute
 // default DATA/cache) and the recycle bin, whose purge loop runs from
 // Start. The bin's copies and purges run in the tenant's QoS background
 // class of limiter.
-func (s *Server) openRequestFilterStores(ctx context.Context, backend storage.Backend, owners trash.Owners, b *bus.NATS, node string, limiter *qos.Limiter) (*requestFilterStores, error) {
+func (s *Server) openRequestFilterStores(backend storage.Backend, owners trash.Owners, b *bus.NATS, node string, limiter *qos.Limiter) (*requestFilterStores, error) {
 	opts, logger := s.opts, s.log
 	st := &requestFilterStores{}
 	dir := opts.CacheDir
@@ -47,7 +47,8 @@ func (s *Server) openRequestFilterStores(ctx context.Context, backend storage.Ba
 		if b != nil {
 			cb, connected = cacheBus{b}, b.Connected
 		}
-		c, err := cache.Open(ctx, cache.Options{Dir: dir, Node: node, Bus: cb, Connected: connected, Logger: logger})
+		// The cache watches the bus for the server's lifetime, not New's.
+		c, err := cache.Open(s.ctx, cache.Options{Dir: dir, Node: node, Bus: cb, Connected: connected, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("object cache: %w", err)
 		}

@@ -136,7 +136,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 			logger.Error("controller supervisor stopped", "err", err)
 		}
 	})
-	reqStores, err := s.openRequestFilterStores(ctx, backend, store, work.bus, opts.Node+"-"+defaultNode(), qr.limiter)
+	reqStores, err := s.openRequestFilterStores(backend, store, work.bus, opts.Node+"-"+defaultNode(), qr.limiter)
 	if err != nil {
 		return err
 	}

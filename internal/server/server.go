@@ -273,6 +273,12 @@ func (s *Server) start() error {
 	for _, l := range s.listeners {
 		ln, err := net.Listen("tcp", l.addr)
 		if err != nil {
+			for _, b := range s.listeners {
+				if b.ln != nil {
+					b.ln.Close()
+					b.ln = nil
+				}
+			}
 			return fmt.Errorf("listen %s: %w", l.name, err)
 		}
 		l.ln = ln

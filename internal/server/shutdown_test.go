@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -212,5 +213,30 @@ func TestShutdownWithoutStart(t *testing.T) {
 	}
 	if c := srv.Goroutines(); c.Started != 0 {
 		t.Fatalf("goroutines started without Start: %+v", c)
+	}
+}
+
+// A listener that cannot be bound fails Start; Shutdown then stops the
+// goroutines Start ran and closes the stores.
+func TestStartFailsOnABusyPort(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	var atClose *GoroutineCounts
+	srv, err := New(t.Context(), Options{DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: busy.Addr().String(), AdminToken: "tok",
+		OnStoresClosing: func(c GoroutineCounts) { atClose = &c }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err == nil || !strings.Contains(err.Error(), "listen admin") {
+		t.Fatalf("Start on a busy admin port: %v", err)
+	}
+	if err := srv.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if atClose == nil || atClose.Started == 0 || atClose.Started != atClose.Exited {
+		t.Fatalf("goroutines when the stores closed: %+v", atClose)
 	}
 }
