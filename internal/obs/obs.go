@@ -59,3 +59,40 @@ type Observer interface {
 	// including refused ones (Tenant is then empty).
 	Done(o *Observation)
 }
+
+// Class sorts a finished request for logs and metrics: an administrator
+// pages on server errors and only watches client errors.
+type Class string
+
+// The classes of a finished request.
+const (
+	// ClassOK: answered as asked, including 304 Not Modified (a
+	// conditional GET's expected answer, not a failure).
+	ClassOK Class = "ok"
+	// ClassClient: the request was wrong or asked for something this
+	// server does not do: 4xx, and 501 NotImplemented, which says the
+	// client called an S3 operation Facet lacks (s3cmd info, mc stat
+	// call several on every run); nothing failed on the server.
+	ClassClient Class = "client_error"
+	// ClassServer: the server failed or refused to serve (5xx but 501,
+	// SlowDown included: the client did nothing wrong).
+	ClassServer Class = "server_error"
+)
+
+// ClassOf returns the class of a request answered with status and S3
+// error code ("" when none).
+func ClassOf(status int, code string) Class {
+	switch {
+	case status == 501 || code == "NotImplemented":
+		return ClassClient
+	case status >= 500:
+		return ClassServer
+	case status >= 400:
+		return ClassClient
+	case code != "" && code != "NotModified":
+		// An error code without an error status: a failure after the
+		// response started (the status went out as 200).
+		return ClassServer
+	}
+	return ClassOK
+}

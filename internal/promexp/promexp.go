@@ -82,7 +82,7 @@ type tenantCounters struct {
 
 // outcome keys facet_s3_requests_total's series.
 type outcome struct {
-	op, tenant, code, bucket string
+	op, tenant, code, class, bucket string
 }
 
 // PolicyTableVersion is the facet_policy_table_version gauge of p. A
@@ -100,13 +100,14 @@ func PolicyTableVersion(p VersionSource) prometheus.Collector {
 // runtime and process collectors.
 func New(cfg Config) *Exporter {
 	e := &Exporter{reg: prometheus.NewRegistry(), bucketLabels: cfg.BucketLabels}
-	reqLabels, byteLabels := []string{"op", "tenant", "code"}, []string{"direction", "tenant"}
+	reqLabels, byteLabels := []string{"op", "tenant", "code", "class"}, []string{"direction", "tenant"}
 	if cfg.BucketLabels {
 		reqLabels, byteLabels = append(reqLabels, "bucket"), append(byteLabels, "bucket")
 	}
 	e.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "facet_s3_requests_total",
-		Help: "S3 requests answered, by operation, tenant and S3 error code (OK when none).",
+		Help: "S3 requests answered, by operation, tenant, S3 error code (OK when none) and class: ok, " +
+			"client_error (4xx, and 501 NotImplemented: an S3 operation Facet lacks) or server_error (5xx).",
 	}, reqLabels)
 	e.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "facet_s3_request_bytes_total",
@@ -195,7 +196,7 @@ func (e *Exporter) Done(o *obs.Observation) {
 		// may be anything a client made up.
 		bucket = o.Bucket
 	}
-	e.outcome(outcome{op, tenant, code, bucket}).Inc()
+	e.outcome(outcome{op, tenant, code, string(obs.ClassOf(o.Status, o.ErrCode)), bucket}).Inc()
 	e.op(op).Observe(o.Duration.Seconds())
 	if o.BytesIn == 0 && o.BytesOut == 0 {
 		return
@@ -256,7 +257,7 @@ func (e *Exporter) outcome(k outcome) prometheus.Counter {
 	if c, ok := e.outcomes.Load(k); ok {
 		return c.(prometheus.Counter)
 	}
-	labels := []string{k.op, k.tenant, k.code}
+	labels := []string{k.op, k.tenant, k.code, k.class}
 	if e.bucketLabels {
 		labels = append(labels, k.bucket)
 	}

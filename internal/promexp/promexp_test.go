@@ -297,12 +297,12 @@ func TestScrapeAfterRequests(t *testing.T) {
 
 	f := parse(t, g.scrape(t))
 	f.want(t, 0, "facet_active_requests") // the refused GET did not count down
-	f.want(t, 1, "facet_s3_requests_total", "op=CreateBucket", "tenant=t1", "code=OK")
-	f.want(t, 2, "facet_s3_requests_total", "op=PutObject", "tenant=t1", "code=OK")
-	f.want(t, 1, "facet_s3_requests_total", "op=GetObject", "tenant=t1", "code=OK")
-	f.want(t, 1, "facet_s3_requests_total", "op=GetObject", "tenant=t1", "code=NoSuchKey")
-	f.want(t, 1, "facet_s3_requests_total", "op=GetObject", "tenant=-", "code=AccessDenied")
-	f.want(t, 1, "facet_s3_requests_total", "op=PutObject", "tenant=t2", "code=OK")
+	f.want(t, 1, "facet_s3_requests_total", "op=CreateBucket", "tenant=t1", "code=OK", "class=ok")
+	f.want(t, 2, "facet_s3_requests_total", "op=PutObject", "tenant=t1", "code=OK", "class=ok")
+	f.want(t, 1, "facet_s3_requests_total", "op=GetObject", "tenant=t1", "code=OK", "class=ok")
+	f.want(t, 1, "facet_s3_requests_total", "op=GetObject", "tenant=t1", "code=NoSuchKey", "class=client_error")
+	f.want(t, 1, "facet_s3_requests_total", "op=GetObject", "tenant=-", "code=AccessDenied", "class=client_error")
+	f.want(t, 1, "facet_s3_requests_total", "op=PutObject", "tenant=t2", "code=OK", "class=ok")
 	f.want(t, 3, "facet_s3_request_duration_seconds", "op=PutObject")
 	f.want(t, 4, "facet_s3_request_duration_seconds", "op=GetObject")
 	f.want(t, 2, "facet_s3_request_duration_seconds", "op=CreateBucket")
@@ -355,9 +355,9 @@ func TestBucketLabels(t *testing.T) {
 	g.do(t, "t1", http.MethodGet, "/made-up-name/k", nil)
 	g.do(t, "", http.MethodGet, "/bkt1/k", nil)
 	f := parse(t, g.scrape(t))
-	f.want(t, 1, "facet_s3_requests_total", "op=PutObject", "tenant=t1", "code=OK", "bucket=bkt1")
-	f.want(t, 1, "facet_s3_requests_total", "op=GetObject", "tenant=t1", "code=NoSuchBucket", "bucket=-")
-	f.want(t, 1, "facet_s3_requests_total", "op=GetObject", "tenant=-", "code=AccessDenied", "bucket=-")
+	f.want(t, 1, "facet_s3_requests_total", "op=PutObject", "tenant=t1", "code=OK", "class=ok", "bucket=bkt1")
+	f.want(t, 1, "facet_s3_requests_total", "op=GetObject", "tenant=t1", "code=NoSuchBucket", "class=client_error", "bucket=-")
+	f.want(t, 1, "facet_s3_requests_total", "op=GetObject", "tenant=-", "code=AccessDenied", "class=client_error", "bucket=-")
 	f.want(t, 5, "facet_s3_request_bytes_total", "direction=in", "tenant=t1", "bucket=bkt1")
 	f.want(t, 1, "facet_s3_request_duration_seconds", "op=PutObject") // no bucket label on the histogram
 	if strings.Contains(string(g.scrape(t)), "made-up-name") {
@@ -368,7 +368,7 @@ func TestBucketLabels(t *testing.T) {
 	g = newGateway(t, Config{}, nil)
 	g.do(t, "t1", http.MethodPut, "/bkt1", nil)
 	f = parse(t, g.scrape(t))
-	f.want(t, 1, "facet_s3_requests_total", "op=CreateBucket", "tenant=t1", "code=OK")
+	f.want(t, 1, "facet_s3_requests_total", "op=CreateBucket", "tenant=t1", "code=OK", "class=ok")
 }
 
 // promtool, Prometheus' own linter, accepts the exposition.
@@ -425,4 +425,37 @@ func (r *recorder) Done(*obs.Observation)    { *r.calls = append(*r.calls, r.nam
 func (r *recorder) Body(_ *obs.Observation, in io.Reader) io.Reader {
 	*r.calls = append(*r.calls, r.name+".body")
 	return io.MultiReader(in, strings.NewReader("<"+r.name+">"))
+}
+
+// Client errors and server errors are told apart, and a request for an S3
+// operation Facet lacks is counted under that operation's name, as a
+// client error: s3cmd info and mc stat make several on every run.
+func TestErrorClasses(t *testing.T) {
+	g := newGateway(t, Config{}, nil)
+	for _, r := range []struct {
+		method, path string
+		status       int
+	}{
+		{http.MethodPut, "/bkt", 200},
+		{http.MethodPut, "/bkt?website", 501},
+		{http.MethodGet, "/bkt?policy", 501},
+		{http.MethodHead, "/bkt/missing", 404},
+		{http.MethodGet, "/bkt/k?tagging", 501},
+	} {
+		if code, body := g.do(t, "t1", r.method, r.path, nil); code != r.status {
+			t.Fatalf("%s %s: %d %s", r.method, r.path, code, body)
+		}
+	}
+	f := parse(t, g.scrape(t))
+	f.want(t, 1, "facet_s3_requests_total", "op=PutBucketWebsite", "tenant=t1", "code=NotImplemented", "class=client_error")
+	f.want(t, 1, "facet_s3_requests_total", "op=GetBucketPolicy", "tenant=t1", "code=NotImplemented", "class=client_error")
+	f.want(t, 1, "facet_s3_requests_total", "op=GetObjectTagging", "tenant=t1", "code=NotImplemented", "class=client_error")
+	f.want(t, 1, "facet_s3_requests_total", "op=HeadObject", "tenant=t1", "code=NoSuchKey", "class=client_error")
+	for _, m := range f["facet_s3_requests_total"].Metric {
+		for _, lp := range m.Label {
+			if lp.GetName() == "op" && lp.GetValue() == "-" || lp.GetName() == "class" && lp.GetValue() == "server_error" {
+				t.Errorf("series %v", m.Label)
+			}
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -102,8 +103,10 @@ func dnsLabels(s string) bool {
 	return true
 }
 
-// operation names one S3 API call; it is what the access log and, later,
-// the classifier see.
+// operation names one S3 API call, as AWS names it; it is what the access
+// log, the metrics' op label and the classifier see. Operations Facet does
+// not implement are named too (PutBucketWebsite), so that a 501 says which
+// call it refused; what matches no S3 call at all is opUnknown.
 type operation string
 
 const (
@@ -130,18 +133,114 @@ const (
 	opCompleteMultipartUpload operation = "CompleteMultipartUpload"
 	opAbortMultipartUpload    operation = "AbortMultipartUpload"
 	opListParts               operation = "ListParts"
-	opUnsupported             operation = ""
+	// opUnknown is a method and resource that no S3 operation has.
+	opUnknown operation = "Unknown"
 )
 
-// unsupportedBucketSubresources are bucket sub-resources Facet does not
-// implement yet; requesting them gets NotImplemented rather than being
-// mistaken for a listing or a bucket creation.
-var unsupportedSubresources = []string{
-	"policy", "lifecycle", "cors", "tagging", "website", "logging",
-	"notification", "replication", "encryption", "object-lock", "requestPayment",
-	"accelerate", "analytics", "inventory", "metrics", "ownershipControls",
-	"publicAccessBlock", "intelligent-tiering", "versions", "retention",
-	"legal-hold", "torrent", "restore", "select", "attributes",
+// implemented are the operations Facet serves; every other operation
+// resolveOperation names is answered 501 NotImplemented.
+var implemented = map[operation]bool{
+	opListBuckets: true, opCreateBucket: true, opDeleteBucket: true, opHeadBucket: true,
+	opGetBucketLocation: true, opGetBucketVersioning: true, opGetBucketACL: true,
+	opListObjectsV1: true, opListObjectsV2: true, opListMultipartUploads: true, opDeleteObjects: true,
+	opPutObject: true, opCopyObject: true, opGetObject: true, opHeadObject: true, opDeleteObject: true,
+	opGetObjectACL: true, opCreateMultipartUpload: true, opUploadPart: true, opUploadPartCopy: true,
+	opCompleteMultipartUpload: true, opAbortMultipartUpload: true, opListParts: true,
+	opSelectObjectContent: true,
+}
+
+// implemented reports whether Facet serves op.
+func (op operation) implemented() bool { return implemented[op] }
+
+// subresource is a query parameter that selects a configuration of a
+// bucket or an object, with the S3 operation each method on it is ("" where
+// S3 has none).
+type subresource struct {
+	name                   string
+	get, put, delete, post operation
+}
+
+// bucketSubresources are the bucket sub-resources Facet does not
+// implement: requesting them gets NotImplemented naming the operation
+// rather than being mistaken for a listing or a bucket creation. (GET ?acl,
+// ?versioning and ?location are served; see resolveOperation.)
+var bucketSubresources = []subresource{
+	{"policy", "GetBucketPolicy", "PutBucketPolicy", "DeleteBucketPolicy", ""},
+	{"policyStatus", "GetBucketPolicyStatus", "", "", ""},
+	{"lifecycle", "GetBucketLifecycleConfiguration", "PutBucketLifecycleConfiguration", "DeleteBucketLifecycle", ""},
+	{"cors", "GetBucketCors", "PutBucketCors", "DeleteBucketCors", ""},
+	{"tagging", "GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging", ""},
+	{"website", "GetBucketWebsite", "PutBucketWebsite", "DeleteBucketWebsite", ""},
+	{"logging", "GetBucketLogging", "PutBucketLogging", "", ""},
+	{"notification", "GetBucketNotificationConfiguration", "PutBucketNotificationConfiguration", "", ""},
+	{"replication", "GetBucketReplication", "PutBucketReplication", "DeleteBucketReplication", ""},
+	{"encryption", "GetBucketEncryption", "PutBucketEncryption", "DeleteBucketEncryption", ""},
+	{"object-lock", "GetObjectLockConfiguration", "PutObjectLockConfiguration", "", ""},
+	{"requestPayment", "GetBucketRequestPayment", "PutBucketRequestPayment", "", ""},
+	{"accelerate", "GetBucketAccelerateConfiguration", "PutBucketAccelerateConfiguration", "", ""},
+	{"analytics", "GetBucketAnalyticsConfiguration", "PutBucketAnalyticsConfiguration", "DeleteBucketAnalyticsConfiguration", ""},
+	{"inventory", "GetBucketInventoryConfiguration", "PutBucketInventoryConfiguration", "DeleteBucketInventoryConfiguration", ""},
+	{"metrics", "GetBucketMetricsConfiguration", "PutBucketMetricsConfiguration", "DeleteBucketMetricsConfiguration", ""},
+	{"ownershipControls", "GetBucketOwnershipControls", "PutBucketOwnershipControls", "DeleteBucketOwnershipControls", ""},
+	{"publicAccessBlock", "GetPublicAccessBlock", "PutPublicAccessBlock", "DeletePublicAccessBlock", ""},
+	{"intelligent-tiering", "GetBucketIntelligentTieringConfiguration", "PutBucketIntelligentTieringConfiguration", "DeleteBucketIntelligentTieringConfiguration", ""},
+	{"versions", "ListObjectVersions", "", "", ""},
+	{"acl", "", "PutBucketAcl", "", ""},
+	{"versioning", "", "PutBucketVersioning", "", ""},
+	// Object sub-resources, which S3 has no bucket operation for.
+	{"retention", "", "", "", ""}, {"legal-hold", "", "", "", ""}, {"torrent", "", "", "", ""},
+	{"restore", "", "", "", ""}, {"select", "", "", "", ""}, {"attributes", "", "", "", ""},
+}
+
+// objectSubresources are the object sub-resources Facet does not
+// implement (GET ?acl and POST ?select are served).
+var objectSubresources = []subresource{
+	{"tagging", "GetObjectTagging", "PutObjectTagging", "DeleteObjectTagging", ""},
+	{"retention", "GetObjectRetention", "PutObjectRetention", "", ""},
+	{"legal-hold", "GetObjectLegalHold", "PutObjectLegalHold", "", ""},
+	{"torrent", "GetObjectTorrent", "", "", ""},
+	{"restore", "", "", "", "RestoreObject"},
+	{"attributes", "GetObjectAttributes", "", "", ""},
+	{"acl", "", "PutObjectAcl", "", ""},
+	{"select", "", "", "", ""},
+}
+
+// bucketOnly are the bucket sub-resources no object operation has: on an
+// object they are refused, not served as the object.
+var bucketOnly = func() []subresource {
+	var out []subresource
+	for _, b := range bucketSubresources {
+		if !slices.ContainsFunc(objectSubresources, func(o subresource) bool { return o.name == b.name }) {
+			out = append(out, subresource{name: b.name})
+		}
+	}
+	return out
+}()
+
+// subresourceOp returns the operation a request on one of subs is, if it
+// names one of them: opUnknown when S3 has no such method on it.
+func subresourceOp(method string, q url.Values, subs []subresource) (operation, bool) {
+	for _, s := range subs {
+		if _, ok := q[s.name]; !ok {
+			continue
+		}
+		var op operation
+		switch method {
+		case http.MethodGet, http.MethodHead:
+			op = s.get
+		case http.MethodPut:
+			op = s.put
+		case http.MethodDelete:
+			op = s.delete
+		case http.MethodPost:
+			op = s.post
+		}
+		if op == "" {
+			op = opUnknown
+		}
+		return op, true
+	}
+	return "", false
 }
 
 // resolveOperation maps method, target and query to the S3 operation.
@@ -151,7 +250,7 @@ func resolveOperation(r *http.Request, t target, q url.Values) operation {
 		if r.Method == http.MethodGet {
 			return opListBuckets
 		}
-		return opUnsupported
+		return opUnknown
 	}
 	if !t.hasKey {
 		switch {
@@ -160,16 +259,11 @@ func resolveOperation(r *http.Request, t target, q url.Values) operation {
 		case has("versioning") && r.Method == http.MethodGet:
 			return opGetBucketVersioning
 		}
-		for _, s := range unsupportedSubresources {
-			if has(s) {
-				return opUnsupported
-			}
+		if op, ok := subresourceOp(r.Method, q, bucketSubresources); ok {
+			return op
 		}
 		switch r.Method {
 		case http.MethodPut:
-			if has("acl") || has("versioning") {
-				return opUnsupported
-			}
 			return opCreateBucket
 		case http.MethodDelete:
 			return opDeleteBucket
@@ -178,6 +272,10 @@ func resolveOperation(r *http.Request, t target, q url.Values) operation {
 		case http.MethodPost:
 			if has("delete") {
 				return opDeleteObjects
+			}
+			if len(q) == 0 {
+				// A browser's form upload (POST Object).
+				return "PostObject"
 			}
 		case http.MethodGet:
 			switch {
@@ -191,7 +289,7 @@ func resolveOperation(r *http.Request, t target, q url.Values) operation {
 				return opListObjectsV1
 			}
 		}
-		return opUnsupported
+		return opUnknown
 	}
 	if has("acl") && r.Method == http.MethodGet {
 		return opGetObjectACL
@@ -199,16 +297,14 @@ func resolveOperation(r *http.Request, t target, q url.Values) operation {
 	if has("select") && r.Method == http.MethodPost {
 		return opSelectObjectContent
 	}
-	for _, s := range unsupportedSubresources {
-		if has(s) {
-			return opUnsupported
-		}
+	if op, ok := subresourceOp(r.Method, q, objectSubresources); ok {
+		return op
+	}
+	if op, ok := subresourceOp(r.Method, q, bucketOnly); ok {
+		return op
 	}
 	switch r.Method {
 	case http.MethodPut:
-		if has("acl") {
-			return opUnsupported
-		}
 		copySrc := r.Header.Get("x-amz-copy-source") != ""
 		if has("uploadId") || has("partNumber") {
 			if copySrc {
@@ -240,5 +336,5 @@ func resolveOperation(r *http.Request, t target, q url.Values) operation {
 			return opCompleteMultipartUpload
 		}
 	}
-	return opUnsupported
+	return opUnknown
 }

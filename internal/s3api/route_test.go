@@ -63,6 +63,9 @@ func TestRawPathSurvivesRequestParsing(t *testing.T) {
 }
 
 func TestResolveOperation(t *testing.T) {
+	notServed := map[operation]bool{opUnknown: true, "GetBucketPolicy": true, "PutBucketWebsite": true,
+		"DeleteBucketCors": true, "PutBucketVersioning": true, "PutBucketAcl": true, "ListObjectVersions": true,
+		"PostObject": true, "PutObjectTagging": true, "PutObjectAcl": true, "RestoreObject": true}
 	cases := []struct {
 		method, url string
 		hdr         map[string]string
@@ -77,7 +80,18 @@ func TestResolveOperation(t *testing.T) {
 		{"GET", "/b?prefix=a", nil, opListObjectsV1},
 		{"GET", "/b?uploads", nil, opListMultipartUploads},
 		{"POST", "/b?delete", nil, opDeleteObjects},
-		{"GET", "/b?policy", nil, opUnsupported},
+		{"GET", "/b?policy", nil, "GetBucketPolicy"},
+		{"PUT", "/b?website", nil, "PutBucketWebsite"},
+		{"DELETE", "/b?cors", nil, "DeleteBucketCors"},
+		{"PUT", "/b?versioning", nil, "PutBucketVersioning"},
+		{"GET", "/b?versioning", nil, opGetBucketVersioning},
+		{"GET", "/b?acl", nil, opGetBucketACL},
+		{"PUT", "/b?acl", nil, "PutBucketAcl"},
+		{"GET", "/b?versions", nil, "ListObjectVersions"},
+		{"GET", "/b?torrent", nil, opUnknown},
+		{"POST", "/b", nil, "PostObject"},
+		{"POST", "/b?select", nil, opUnknown},
+		{"PUT", "/", nil, opUnknown},
 		{"PUT", "/b/k", nil, opPutObject},
 		{"PUT", "/b/k", map[string]string{"x-amz-copy-source": "/a/b"}, opCopyObject},
 		{"PUT", "/b/k?partNumber=1&uploadId=x", nil, opUploadPart},
@@ -89,7 +103,11 @@ func TestResolveOperation(t *testing.T) {
 		{"DELETE", "/b/k?uploadId=x", nil, opAbortMultipartUpload},
 		{"POST", "/b/k?uploads", nil, opCreateMultipartUpload},
 		{"POST", "/b/k?uploadId=x", nil, opCompleteMultipartUpload},
-		{"PUT", "/b/k?tagging", nil, opUnsupported},
+		{"PUT", "/b/k?tagging", nil, "PutObjectTagging"},
+		{"GET", "/b/k?acl", nil, opGetObjectACL},
+		{"PUT", "/b/k?acl", nil, "PutObjectAcl"},
+		{"POST", "/b/k?restore", nil, "RestoreObject"},
+		{"GET", "/b/k?policy", nil, opUnknown},
 	}
 	for _, c := range cases {
 		r := httptest.NewRequest(c.method, "http://127.0.0.1"+c.url, nil)
@@ -98,8 +116,12 @@ func TestResolveOperation(t *testing.T) {
 		}
 		tg, _ := parseTarget(r.Host, r.URL.EscapedPath(), nil)
 		q, _ := url.ParseQuery(r.URL.RawQuery)
-		if got := resolveOperation(r, tg, q); got != c.want {
+		got := resolveOperation(r, tg, q)
+		if got != c.want {
 			t.Errorf("%s %s = %q, want %q", c.method, c.url, got, c.want)
+		}
+		if got.implemented() == notServed[got] {
+			t.Errorf("%s %s: %s implemented = %v", c.method, c.url, got, got.implemented())
 		}
 	}
 }

@@ -17,8 +17,8 @@ func TestSelectRoute(t *testing.T) {
 	}{
 		{http.MethodPost, "/b/k.csv?select&select-type=2", opSelectObjectContent},
 		{http.MethodPost, "/b/k.csv?select", opSelectObjectContent},
-		{http.MethodGet, "/b/k.csv?select", opUnsupported},
-		{http.MethodPost, "/b?select", opUnsupported},
+		{http.MethodGet, "/b/k.csv?select", opUnknown},
+		{http.MethodPost, "/b?select", opUnknown},
 	}
 	for _, c := range cases {
 		r := httptest.NewRequest(c.method, c.url, nil)

@@ -214,19 +214,52 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		if w.status == 0 {
 			s3err.Write(w, r, e, req.id)
 		}
-		lvl := slog.LevelInfo
-		if e.Code.Status >= 500 {
-			lvl = slog.LevelError
-		}
-		s.log.LogAttrs(r.Context(), lvl, "s3 error", slog.String("request_id", req.id),
-			slog.String("op", string(req.op)), slog.String("tenant", req.tenant),
-			slog.String("code", e.Code.Name), slog.Any("err", e.Err))
+		s.logError(r, req, e, w.status)
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelDebug, "s3 request", slog.String("request_id", req.id),
 		slog.String("op", string(req.op)), slog.String("method", r.Method),
 		slog.String("bucket", req.target.bucket), slog.String("tenant", req.tenant),
 		slog.Int("status", w.status), slog.Int64("bytes_out", w.bytes),
 		slog.Duration("duration", time.Since(start)))
+}
+
+// logError logs a request's error at the level its class calls for:
+// server errors at ERROR, client errors at INFO, and the answers clients
+// probe for (HEAD of what does not exist: rclone and aws s3 sync ask per
+// file) at DEBUG, as is a 304.
+func (s *Server) logError(r *http.Request, req *request, e *s3err.Error, status int) {
+	if status == 0 {
+		status = e.Code.Status
+	}
+	lvl := slog.LevelInfo
+	switch obs.ClassOf(status, e.Code.Name) {
+	case obs.ClassServer:
+		lvl = slog.LevelError
+	case obs.ClassOK:
+		lvl = slog.LevelDebug
+	case obs.ClassClient:
+		if r.Method == http.MethodHead && status == http.StatusNotFound {
+			lvl = slog.LevelDebug
+		}
+	}
+	ctx := r.Context()
+	if !s.log.Enabled(ctx, lvl) {
+		return
+	}
+	op := req.op
+	if op == "" {
+		op = "-" // refused before it was routed, as the metrics say
+	}
+	attrs := []slog.Attr{slog.String("request_id", req.id),
+		slog.String("op", string(op)), slog.String("tenant", req.tenant),
+		slog.String("code", e.Code.Name), slog.Int("status", status)}
+	if e.Message != "" {
+		attrs = append(attrs, slog.String("message", e.Message))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("err", e.Err.Error()))
+	}
+	s.log.LogAttrs(ctx, lvl, "s3 error", attrs...)
 }
 
 func (s *Server) serve(w http.ResponseWriter, req *request) error {
@@ -261,8 +294,11 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 	}
 	req.tenant, req.accessKey, req.body = tenant, accessKey, body
 
-	if req.op == opUnsupported {
-		return s3err.Newf(s3err.NotImplemented, "%s on this resource is not implemented by Facet", req.Method)
+	if !req.op.implemented() {
+		if req.op == opUnknown {
+			return s3err.Newf(s3err.NotImplemented, "%s on this resource is no S3 operation Facet implements", req.Method)
+		}
+		return s3err.Newf(s3err.NotImplemented, "%s is not implemented", req.op)
 	}
 	if t.hasKey {
 		if err := validateKey(t.key); err != nil {

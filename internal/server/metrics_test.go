@@ -85,7 +85,7 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatalf("/metrics: %d %s", code, text)
 	}
 	for _, line := range []string{
-		`facet_s3_requests_total{code="OK",op="PutObject",tenant="acme"} 1`,
+		`facet_s3_requests_total{class="ok",code="OK",op="PutObject",tenant="acme"} 1`,
 		`facet_s3_request_bytes_total{direction="in",tenant="acme"} 4096`,
 		`facet_throttled_seconds_total{tenant="acme"} 0`,
 		`facet_active_requests 0`,
