@@ -158,11 +158,10 @@ func (s *Server) buildBlock(ctx context.Context) error {
 	if generated {
 		s.tokenFile = opts.DataDir + "/admin.token"
 	}
-	store, err := meta.OpenURL(ctx, opts.MetaURL, opts.DataDir, masterKey, logger)
+	store, err := s.openStore(ctx, masterKey)
 	if err != nil {
-		return fmt.Errorf("open metadata store: %w", err)
+		return err
 	}
-	s.closeLater("metadata store", store.Close)
 	policies := control.New(control.Config{Store: store, Registry: builtin.NewRegistry(), Logger: logger})
 	dataKeys, err := keys.New(masterKey, policies, 0)
 	if err != nil {

@@ -55,11 +55,10 @@ func (s *Server) buildController(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store, err := meta.OpenURL(ctx, opts.MetaURL, opts.DataDir, mk, logger)
+	store, err := s.openStore(ctx, mk)
 	if err != nil {
-		return fmt.Errorf("open metadata store: %w", err)
+		return err
 	}
-	s.closeLater("metadata store", store.Close)
 	// The aggregator only: this process serves no requests to measure.
 	work, err := s.openWorkload(Options{BusURL: opts.BusURL, Node: opts.Node, MetricsPeriod: opts.MetricsPeriod, NoWorkloadMetrics: true})
 	if err != nil {
@@ -69,15 +68,11 @@ func (s *Server) buildController(ctx context.Context) error {
 	// once; changes made through the gateways' admin API reach this
 	// process the same way.
 	announcer := fleet.NewAnnouncer(opts.Node, store, work.bus, fleet.NewHealth(logger), logger)
-	policies := control.New(control.Config{Store: fleet.PolicyStore{Store: store, Announcer: announcer}, Registry: builtin.NewRegistry(), Dynamic: wasm.Descriptions{}, Logger: logger, Metrics: work.reg.PolicyMetrics})
-	if err := policies.Reload(ctx); err != nil {
-		return fmt.Errorf("load policies: %w", err)
+	policies, syncer, err := s.followFleet(ctx, store, announcer, nil,
+		control.Config{Registry: builtin.NewRegistry(), Dynamic: wasm.Descriptions{}, Metrics: work.reg.PolicyMetrics})
+	if err != nil {
+		return err
 	}
-	syncer := fleet.NewSync(fleet.SyncConfig{Announcer: announcer, Policies: policies, Logger: logger})
-	if err := syncer.Subscribe(); err != nil {
-		return fmt.Errorf("policy sync: %w", err)
-	}
-	s.later("fleet sync", syncer.Run)
 
 	bandwidth, qosFleet, err := s.controllerRoleQoS(opts.QoS, control.MetaSLOs{S: store}, policies, work.bus)
 	if err != nil {

@@ -50,11 +50,10 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		return err
 	}
 	s.setToken(token, generated)
-	store, err := meta.OpenURL(ctx, opts.MetaURL, opts.DataDir, masterKey, logger)
+	store, err := s.openStore(ctx, masterKey)
 	if err != nil {
-		return fmt.Errorf("open metadata store: %w", err)
+		return err
 	}
-	s.closeLater("metadata store", store.Close)
 	if opts.Node == "" {
 		opts.Node = defaultNode()
 	}
@@ -62,7 +61,6 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bus and workload metrics: %w", err)
 	}
-	registry := builtin.NewRegistry()
 	// Requests read credentials and bucket owners from memory; the fleet
 	// sync keeps that memory and the policy table in step with the store.
 	health := fleet.NewHealth(logger)
@@ -83,16 +81,11 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("data keys: %w", err)
 	}
-	policies := control.New(control.Config{Store: fleet.PolicyStore{Store: store, Announcer: announcer}, Registry: registry, Dynamic: sandbox.catalog,
-		Keys: dataKeys, KeyIDs: keyIDs, Logger: logger, Metrics: work.reg.PolicyMetrics})
-	if err := policies.Reload(ctx); err != nil {
-		return fmt.Errorf("load policies: %w", err)
+	policies, syncer, err := s.followFleet(ctx, store, announcer, cache,
+		control.Config{Registry: builtin.NewRegistry(), Dynamic: sandbox.catalog, Keys: dataKeys, KeyIDs: keyIDs, Metrics: work.reg.PolicyMetrics})
+	if err != nil {
+		return err
 	}
-	syncer := fleet.NewSync(fleet.SyncConfig{Announcer: announcer, Policies: policies, Cache: cache, Logger: logger})
-	if err := syncer.Subscribe(); err != nil {
-		return fmt.Errorf("policy sync: %w", err)
-	}
-	s.later("fleet sync", syncer.Run)
 	prom.Registry().MustRegister(promexp.PolicyTableVersion(policies))
 	if err := syncer.Register(prom.Registry()); err != nil {
 		return fmt.Errorf("fleet metrics: %w", err)
@@ -185,4 +178,34 @@ func (s *Server) setToken(token string, generated bool) {
 	if generated {
 		s.tokenFile = filepath.Join(s.opts.DataDir, "admin.token")
 	}
+}
+
+// openStore opens the metadata store (Options.MetaURL); Shutdown closes it
+// last.
+func (s *Server) openStore(ctx context.Context, masterKey []byte) (*meta.Store, error) {
+	store, err := meta.OpenURL(ctx, s.opts.MetaURL, s.opts.DataDir, masterKey, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("open metadata store: %w", err)
+	}
+	s.closeLater("metadata store", store.Close)
+	return store, nil
+}
+
+// followFleet builds the policy service of a fleet member (serve, gateway,
+// controller) over store, loads its table, and keeps it and cache (nil on
+// a process that serves no S3) in step with the fleet from Start: changes
+// this node stores are announced by ann. cfg's Store and Logger are set
+// here.
+func (s *Server) followFleet(ctx context.Context, store *meta.Store, ann *fleet.Announcer, cache fleet.Cache, cfg control.Config) (*control.Service, *fleet.Sync, error) {
+	cfg.Store, cfg.Logger = fleet.PolicyStore{Store: store, Announcer: ann}, s.log
+	policies := control.New(cfg)
+	if err := policies.Reload(ctx); err != nil {
+		return nil, nil, fmt.Errorf("load policies: %w", err)
+	}
+	syncer := fleet.NewSync(fleet.SyncConfig{Announcer: ann, Policies: policies, Cache: cache, Logger: s.log})
+	if err := syncer.Subscribe(); err != nil {
+		return nil, nil, fmt.Errorf("policy sync: %w", err)
+	}
+	s.later("fleet sync", syncer.Run)
+	return policies, syncer, nil
 }
