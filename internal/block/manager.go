@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/facet-sds/facet/internal/block/bfilter"
 	"github.com/facet-sds/facet/internal/block/nbd"
@@ -70,6 +73,10 @@ type Config struct {
 	// the bus; Node names this process in them.
 	Publish func(subject string, data []byte) error
 	Node    string
+	// DefaultPoolDir, when set, is where the manager keeps the default
+	// pool (see keepDefaultPool), so that volumes can be created before
+	// an administrator configures pools.
+	DefaultPoolDir string
 }
 
 // Manager owns the volumes of one node: it opens them for NBD
@@ -126,6 +133,14 @@ func (m *Manager) Reload(ctx context.Context) error {
 	vols, err := m.cfg.Store.ListVolumes(ctx)
 	if err != nil {
 		return fmt.Errorf("block: reload: %w", err)
+	}
+	if m.cfg.DefaultPoolDir != "" && m.keepDefaultPool(ctx, pools, vols) {
+		if pools, err = m.cfg.Store.ListPools(ctx); err != nil {
+			return fmt.Errorf("block: reload: %w", err)
+		}
+		if ver, err = m.cfg.Store.PolicyVersion(ctx); err != nil {
+			return fmt.Errorf("block: reload: %w", err)
+		}
 	}
 	var table *policy.Table
 	if m.cfg.Policies != nil {
@@ -462,11 +477,85 @@ var (
 	ErrVolumeBusy = errors.New("volume is in use")
 )
 
+// DefaultPoolName names the default pool.
+const DefaultPoolName = "default"
+
+// keepDefaultPool creates the default pool (best-effort, in
+// Config.DefaultPoolDir, as large as the free space of its file system)
+// while no pool exists, and deletes it once an administrator's pool exists
+// and it holds no volume: a volume on it keeps it until the volume is
+// deleted, and meanwhile it takes no new ones (see usable). It runs on
+// every reload, so it converges whichever node or request changed the
+// pools; it reports whether it changed them. Failures are logged: volumes
+// then need a pool of the administrator's, as without a default.
+func (m *Manager) keepDefaultPool(ctx context.Context, pools []meta.Pool, vols []meta.Volume) bool {
+	if len(pools) == 0 {
+		dir := m.cfg.DefaultPoolDir
+		capacity, err := freeSpace(dir)
+		if err == nil && capacity <= 0 {
+			err = errors.New("the file system is full")
+		}
+		if err == nil {
+			_, err = m.cfg.Store.CreatePool(ctx, meta.Pool{Name: DefaultPoolName, Dir: dir, Capacity: capacity,
+				Usage: ClassBestEffort, Default: true})
+		}
+		if err != nil {
+			if !errors.Is(err, meta.ErrPoolExists) { // another node made it first
+				m.log.Warn("default pool not created: volumes need a pool (facet ctl pool create)", "dir", dir, "err", err)
+			}
+			return false
+		}
+		m.log.Info("default pool created: best-effort volumes go there until pools are configured", "dir", dir, "capacity", capacity)
+		return true
+	}
+	var def *meta.Pool
+	configured := false
+	for i, p := range pools {
+		if p.Default {
+			def = &pools[i]
+		} else {
+			configured = true
+		}
+	}
+	if def == nil || !configured {
+		return false
+	}
+	for _, v := range vols {
+		for _, e := range v.Extents {
+			if e.Pool == def.Name {
+				return false
+			}
+		}
+	}
+	if err := m.cfg.Store.DeletePool(ctx, def.Name); err != nil {
+		if !errors.Is(err, meta.ErrPoolInUse) && !errors.Is(err, meta.ErrPoolNotFound) {
+			m.log.Warn("default pool not removed", "pool", def.Name, "err", err)
+		}
+		return false
+	}
+	m.log.Info("default pool removed: pools are configured", "pool", def.Name)
+	return true
+}
+
+// freeSpace is what an unprivileged writer can use on dir's file system;
+// dir is created if need be.
+func freeSpace(dir string) (int64, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, err
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
 // CreatePool adds a pool after checking its usage type and directory.
 func (m *Manager) CreatePool(ctx context.Context, p meta.Pool) (meta.Pool, error) {
 	if err := CheckPoolUsage(p.Usage); err != nil {
 		return meta.Pool{}, err
 	}
+	p.Default = false // only keepDefaultPool makes the default pool
 	out, err := m.cfg.Store.CreatePool(ctx, p)
 	if err != nil {
 		return meta.Pool{}, err

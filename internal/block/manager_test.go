@@ -177,3 +177,92 @@ func TestVolumeKeysPerVolume(t *testing.T) {
 		t.Fatal("another master key decrypts av")
 	}
 }
+
+// TestDefaultPool follows the default pool through its life: made on the
+// first reload when no pool exists, taking volumes while alone, kept (and
+// closed to new volumes) once an administrator's pool exists while it
+// holds one, removed when its last volume goes, and back when the
+// administrator's pools are gone.
+func TestDefaultPool(t *testing.T) {
+	mk := make([]byte, meta.MasterKeySize)
+	rand.Read(mk)
+	ctx := t.Context()
+	store, err := meta.OpenURL(ctx, "", t.TempDir(), mk, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if _, err := store.CreateTenant(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir() + "/pool"
+	m := New(Config{Store: store, DefaultPoolDir: dir})
+	if err := m.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pools := func() []PoolUsage {
+		t.Helper()
+		pl, err := m.ListPools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pl
+	}
+	pl := pools()
+	if len(pl) != 1 || pl[0].Name != DefaultPoolName || !pl[0].Default || pl[0].Dir != dir || pl[0].Usage != ClassBestEffort || pl[0].Capacity <= 0 {
+		t.Fatalf("pools after the first reload: %+v", pl)
+	}
+	v1, err := m.CreateVolume(ctx, meta.Volume{Name: "v1", Tenant: "acme", Size: 1 << 20, Class: ClassBestEffort})
+	if err != nil || v1.Extents[0].Pool != DefaultPoolName {
+		t.Fatalf("volume on the default pool: %+v %v", v1, err)
+	}
+	d, _, err := m.Open(ctx, "v1", nbd.Peer{Loopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteAt(ctx, []byte("hello"), 0, true); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if _, err := os.Stat(memberPath(dir, v1, 0)); err != nil {
+		t.Fatalf("backing file not under the default pool's directory: %v", err)
+	}
+
+	// An administrator's pool: the default stays for v1, new volumes go
+	// to the new pool.
+	if _, err := m.CreatePool(ctx, meta.Pool{Name: "ssd", Dir: t.TempDir(), Capacity: 1 << 30, RandIOPS: 1000, Usage: ClassRandom}); err != nil {
+		t.Fatal(err)
+	}
+	if pl := pools(); len(pl) != 2 {
+		t.Fatalf("the default pool holding v1 must stay: %+v", pl)
+	}
+	v2, err := m.CreateVolume(ctx, meta.Volume{Name: "v2", Tenant: "acme", Size: 1 << 20, Class: ClassBestEffort})
+	if err != nil || v2.Extents[0].Pool != "ssd" {
+		t.Fatalf("new volume with pools configured: %+v %v", v2, err)
+	}
+	if _, err := m.ResizeVolume(ctx, "v1", 2<<20); err != nil {
+		t.Fatalf("a volume on the default pool still grows there: %v", err)
+	}
+	if err := m.DeleteVolume(ctx, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if pl := pools(); len(pl) != 1 || pl[0].Name != "ssd" {
+		t.Fatalf("empty default pool with pools configured must go: %+v", pl)
+	}
+
+	// The administrator's pools gone, the default is back.
+	if err := m.DeleteVolume(ctx, "v2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.DeletePool(ctx, "ssd"); err != nil {
+		t.Fatal(err)
+	}
+	if pl := pools(); len(pl) != 1 || !pl[0].Default {
+		t.Fatalf("no pool configured: want the default back, got %+v", pl)
+	}
+	// An administrator cannot make a pool the default.
+	p, err := m.CreatePool(ctx, meta.Pool{Name: "x", Dir: t.TempDir(), Capacity: 1 << 30, Usage: ClassBestEffort, Default: true})
+	if err != nil || p.Default {
+		t.Fatalf("administrator's pool: %+v %v", p, err)
+	}
+}

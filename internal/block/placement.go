@@ -8,6 +8,7 @@ package block
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,8 +19,8 @@ import (
 const (
 	ClassSequential = "sequential"  // reserves sequential MB/s
 	ClassRandom     = "random"      // reserves random 4 KiB IOPS
-	ClassCold       = "cold"        // capacity only; any pool
-	ClassBestEffort = "best-effort" // capacity only; best-effort pools
+	ClassCold       = "cold"        // capacity only; best-effort pools first (see tiers)
+	ClassBestEffort = "best-effort" // capacity only; best-effort pools first (see tiers)
 )
 
 // StripeUnit is how many consecutive bytes of a striped volume one member
@@ -67,9 +68,31 @@ func CheckReservation(v meta.Volume) error {
 	return nil
 }
 
-// matches reports whether a volume of class may go on a pool of usage
-// (§4.1.1: equal, or the volume is cold storage).
-func matches(class, usage string) bool { return class == usage || class == ClassCold }
+// tiers are the pool usages a volume of class may go on, in the order it
+// tries them: it goes to a later tier only when no pool (or stripe) of the
+// earlier ones can hold it. Reserving volumes go on pools of their own
+// usage only. A capacity-only volume (cold, best-effort) reserves no
+// bandwidth, so it can share any pool without taking from a reservation
+// (the pool's fair-share queue gives it 1% of the pool): it prefers
+// best-effort pools, then sequential ones (disks, where capacity is
+// cheap), random pools next (flash, kept for IOPS reservations), and
+// last a stripe over pools of every usage.
+func tiers(class string) [][]string {
+	switch class {
+	case ClassCold, ClassBestEffort:
+		return [][]string{{ClassBestEffort}, {ClassSequential}, {ClassRandom}, {ClassBestEffort, ClassSequential, ClassRandom}}
+	}
+	return [][]string{{class}}
+}
+
+// usable drops the default pool when an administrator's pool exists: it
+// keeps the volumes it holds, and takes no new ones.
+func usable(pools []meta.Pool) []meta.Pool {
+	if !slices.ContainsFunc(pools, func(p meta.Pool) bool { return !p.Default }) {
+		return pools
+	}
+	return slices.DeleteFunc(slices.Clone(pools), func(p meta.Pool) bool { return p.Default })
+}
 
 // free is what a pool has left.
 type free struct {
@@ -147,25 +170,48 @@ func (f free) fill(d demand) float64 {
 }
 
 // Place is the reservation scheduler (a meta.Placer). A volume goes on the
-// one matching pool it fits best; when none can hold it alone, it is
-// striped over the fewest matching pools that can each hold an equal
-// share (§4.1.2: a stripe member carries demand/width). Otherwise it is
-// refused with each pool's reason.
+// one pool of its first tier (see tiers) it fits best; when none can hold
+// it alone, it is striped over the fewest pools of that tier that can each
+// hold an equal share (§4.1.2: a stripe member carries demand/width). A
+// tier that cannot hold it passes it to the next; when none can, it is
+// refused with each pool's reason. The default pool takes new volumes only
+// while it is the only pool.
 func Place(pools []meta.Pool, others []meta.Volume, v meta.Volume) ([]meta.Extent, error) {
 	if err := CheckReservation(v); err != nil {
 		return nil, err
 	}
-	var (
-		cands []free
-		why   []string
-	)
-	for _, f := range freeRoom(pools, others) {
-		if !matches(v.Class, f.pool.Usage) {
-			why = append(why, fmt.Sprintf("pool %s is for %s volumes", f.pool.Name, f.pool.Usage))
-			continue
+	room := freeRoom(usable(pools), others)
+	var why []string
+	seen := map[string]bool{}
+	for _, usages := range tiers(v.Class) {
+		var cands []free
+		for _, f := range room {
+			if slices.Contains(usages, f.pool.Usage) {
+				cands = append(cands, f)
+				seen[f.pool.Name] = true
+			}
 		}
-		cands = append(cands, f)
+		if ext := placeIn(cands, v); ext != nil {
+			return ext, nil
+		}
+		// The last tier of several usages repeats the pools of the
+		// ones before: only its stripe is news.
+		why = append(why, refusal(cands, v, len(usages) == 1)...)
 	}
+	for _, f := range room {
+		if !seen[f.pool.Name] {
+			why = append(why, fmt.Sprintf("pool %s is for %s volumes", f.pool.Name, f.pool.Usage))
+		}
+	}
+	if len(pools) == 0 {
+		why = append(why, "there are no pools")
+	}
+	return nil, fmt.Errorf("%w for volume %s (%s, %s%s): %s", ErrNoPlacement, v.Name, v.Class, human(v.Size), demandText(v), strings.Join(why, "; "))
+}
+
+// placeIn places v on one of cands, or striped over the fewest of them
+// that can each take an equal share; nil when they cannot hold it.
+func placeIn(cands []free, v meta.Volume) []meta.Extent {
 	for width := 1; width <= len(cands); width++ {
 		d := share(v, width)
 		var fit []free
@@ -188,11 +234,20 @@ func Place(pools []meta.Pool, others []meta.Volume, v meta.Volume) ([]meta.Exten
 		for i := range out {
 			out[i] = meta.Extent{Pool: fit[i].pool.Name, Capacity: d.cap, SeqBW: d.bw, IOPS: d.iops}
 		}
-		return out, nil
+		return out
 	}
+	return nil
+}
+
+// refusal says why each of cands (when perPool is set), and a stripe
+// over all of them, cannot hold v.
+func refusal(cands []free, v meta.Volume, perPool bool) []string {
+	var why []string
 	d := share(v, 1)
 	for _, f := range cands {
-		why = append(why, fmt.Sprintf("pool %s %s", f.pool.Name, f.shortfall(d)))
+		if perPool {
+			why = append(why, fmt.Sprintf("pool %s %s", f.pool.Name, f.shortfall(d)))
+		}
 	}
 	if len(cands) > 1 {
 		dn := share(v, len(cands))
@@ -209,13 +264,13 @@ func Place(pools []meta.Pool, others []meta.Volume, v meta.Volume) ([]meta.Exten
 		case dn.iops > 0:
 			need += fmt.Sprintf(" and %d IOPS", dn.iops)
 		}
-		why = append(why, fmt.Sprintf("striped over all %d matching pools, each member needs %s, and only %d can take it",
-			len(cands), need, n))
+		over := fmt.Sprintf("all %d %s pools", len(cands), cands[0].pool.Usage)
+		if !perPool {
+			over = fmt.Sprintf("all %d pools of any usage", len(cands))
+		}
+		why = append(why, fmt.Sprintf("striped over %s, each member needs %s, and only %d can take it", over, need, n))
 	}
-	if len(pools) == 0 {
-		why = append(why, "there are no pools")
-	}
-	return nil, fmt.Errorf("%w for volume %s (%s, %s%s): %s", ErrNoPlacement, v.Name, v.Class, human(v.Size), demandText(v), strings.Join(why, "; "))
+	return why
 }
 
 func demandText(v meta.Volume) string {

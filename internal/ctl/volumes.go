@@ -60,7 +60,11 @@ func (o *options) poolCommand() *cobra.Command {
 			}
 			rows := make([][]string, 0, len(pl.Pools))
 			for _, u := range pl.Pools {
-				rows = append(rows, []string{u.Name, u.Usage, u.Dir,
+				usage := u.Usage
+				if u.Default {
+					usage += " (default pool)"
+				}
+				rows = append(rows, []string{u.Name, usage, u.Dir,
 					fmt.Sprintf("%s/%s", size(u.ReservedCapacity), size(u.Capacity)),
 					fmt.Sprintf("%s/%s", rate(u.ReservedSeqBW), rate(u.SeqBW)),
 					fmt.Sprintf("%d/%d", u.ReservedIOPS, u.RandIOPS), orDash(strings.Join(u.Volumes, ","))})
@@ -232,7 +236,10 @@ func (o *options) volumeCommand() *cobra.Command {
 			if err := c.do(ctx, http.MethodGet, "/volumes/"+seg(args[0]), nil, &v); err != nil {
 				return err
 			}
-			return p.print(v, volumeHeader, [][]string{volumeRow(v)})
+			if err := p.print(v, volumeHeader, [][]string{volumeRow(v)}); err != nil || p.json {
+				return err
+			}
+			return p.members(v.Volume)
 		}),
 	}, &cobra.Command{
 		Use:   "list [TENANT]",
@@ -284,6 +291,27 @@ func placement(v meta.Volume) string {
 		return "stripe(" + strings.Join(ps, ",") + ")"
 	}
 	return orDash(strings.Join(ps, ""))
+}
+
+// members prints a volume's stripe: each member's pool and its share of
+// the volume's capacity and reservation, and the stripe unit, which
+// -o json gives as extents.
+func (p *printer) members(v meta.Volume) error {
+	if len(v.Extents) == 0 {
+		return nil
+	}
+	layout := "on one pool"
+	if len(v.Extents) > 1 {
+		layout = fmt.Sprintf("striped over %d pools, %s at a time each", len(v.Extents), size(block.StripeUnit))
+	}
+	if _, err := fmt.Fprintf(p.out, "\nMEMBERS (%s)\n", layout); err != nil {
+		return err
+	}
+	rows := make([][]string, 0, len(v.Extents))
+	for i, e := range v.Extents {
+		rows = append(rows, []string{strconv.Itoa(i), e.Pool, size(e.Capacity), rate(e.SeqBW), strconv.FormatInt(e.IOPS, 10)})
+	}
+	return p.print(nil, []string{"#", "POOL", "CAPACITY", "SEQ-BW", "IOPS"}, rows)
 }
 
 func throttleText(t meta.Throttle) string {

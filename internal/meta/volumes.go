@@ -32,6 +32,9 @@ type Pool struct {
 	RandIOPS int64     `json:"rand_iops"` // random 4 KiB operations/s
 	Usage    string    `json:"usage"`     // sequential, random or best-effort
 	Created  time.Time `json:"created"`
+	// Default marks the pool the block stage keeps in its data directory
+	// while an administrator has configured none (block.Config.DefaultPoolDir).
+	Default bool `json:"default,omitempty"`
 }
 
 // Extent is a volume's share of one pool: one stripe member.

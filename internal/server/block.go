@@ -85,6 +85,9 @@ func (s *Server) newBlock(ctx context.Context, store *meta.Store, policies block
 	if pub != nil {
 		cfg.Publish = pub.Publish
 	}
+	if !opts.stateless() && opts.DataDir != "" {
+		cfg.DefaultPoolDir = opts.DataDir + "/pool" // volumes out of the box, until pools are configured
+	}
 	mgr := block.New(cfg)
 	if err := mgr.Reload(ctx); err != nil {
 		ln.Close()

@@ -452,8 +452,15 @@ func TestNBDPlacement(t *testing.T) {
 		{[]string{"rnd", "--size", "10GiB", "--class", "random", "--iops", "6000"}, "ssd", ""},
 		{[]string{"too-many-iops", "--size", "1GiB", "--class", "random", "--iops", "5000"}, "", "needs 5000 IOPS, 4000 unreserved of 10000"},
 		{[]string{"wrong-class", "--size", "1GiB", "--class", "sequential"}, "", "a sequential volume reserves MB/s"},
-		{[]string{"cold", "--size", "9GiB", "--class", "cold"}, "ssd", ""},
-		{[]string{"be", "--size", "1GiB", "--class", "best-effort"}, "", "pool hdd1 is for sequential volumes"},
+		// Capacity-only volumes: no best-effort pool, so the disks (the
+		// fullest, best fit) rather than the ssd.
+		{[]string{"cold", "--size", "9GiB", "--class", "cold"}, "hdd1", ""},
+		{[]string{"be", "--size", "1GiB", "--class", "best-effort"}, "hdd1", ""},
+		// The ssd takes capacity-only volumes only once the disks are
+		// full (hdd1 has 75 GiB left, hdd2 95).
+		{[]string{"fill1", "--size", "75GiB", "--class", "cold"}, "hdd1", ""},
+		{[]string{"fill2", "--size", "95GiB", "--class", "best-effort"}, "hdd2", ""},
+		{[]string{"ssd-cold", "--size", "9GiB", "--class", "cold"}, "ssd", ""},
 	} {
 		out, err := srv.ctl(t, append([]string{"volume", "create", tc.args[0], "--tenant", "acme", "-o", "json"}, tc.args[1:]...)...)
 		if tc.placement == "" {
@@ -490,7 +497,7 @@ func TestNBDPlacement(t *testing.T) {
 	if err := json.Unmarshal(srv.mustCtl(t, "pool", "list", "-o", "json"), &pl); err != nil {
 		t.Fatal(err)
 	}
-	if pl.Pools[0].Name != "hdd1" || pl.Pools[0].ReservedSeqBW != 185e6 || len(pl.Pools[0].Volumes) != 2 {
+	if pl.Pools[0].Name != "hdd1" || pl.Pools[0].ReservedSeqBW != 185e6 || len(pl.Pools[0].Volumes) != 5 {
 		t.Errorf("pool hdd1: %+v", pl.Pools[0])
 	}
 	if _, err := srv.ctl(t, "pool", "delete", "hdd2"); err == nil {
@@ -522,7 +529,7 @@ func TestNBDPlacement(t *testing.T) {
 	if _, err := srv.ctl(t, "policy", "validate", "FOR VOLUME fit DO SET throttle WITH read_bw=fast"); err == nil {
 		t.Error("a bad throttle validated")
 	}
-	srv.mustCtl(t, "volume", "resize", "rnd", "11GiB") // ssd: 11 + 9 (cold) = 20 GiB
+	srv.mustCtl(t, "volume", "resize", "rnd", "11GiB") // ssd: 11 + 9 (ssd-cold) = 20 GiB
 	if _, err := srv.ctl(t, "volume", "resize", "rnd", "30GiB"); err == nil || !strings.Contains(err.Error(), "capacity") {
 		t.Errorf("resize beyond the pool: %v", err)
 	}
