@@ -76,9 +76,11 @@ func TestAlgorithms(t *testing.T) {
 		alg:  Crystal{},
 		p: Problem{Capacity: map[string]float64{"a": 40, "b": 100}, SLOs: SLOMap{"t1": {Get: 60}, "t2": {Get: 30}}, Demands: []Demand{
 			d("t1", ClassGet, "a", 1, inf), d("t1", ClassGet, "b", 1, inf), d("t2", ClassGet, "a", 1, inf)}},
-		// t2 (1 transfer) reserves 30 on a first; t1 splits 60 as 30/30;
-		// a is 20 over: t1 moves 20 to b; b's spare 50 goes to t1.
-		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 10, k("t1", ClassGet, "b"): 100, k("t2", ClassGet, "a"): 30},
+		// Fleet-wide: reservations 60 and 30, spare 50 shared equally
+		// (60+x, 30+x). t2 can only use a, less t1's minimum there (5% of
+		// 40 = 2): it stops at 38 (x = 8); t1 takes the rest, 2 on a and
+		// all of b.
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 2, k("t1", ClassGet, "b"): 100, k("t2", ClassGet, "a"): 38},
 	}, {
 		name: "overload with nowhere to go: scaled down proportionally",
 		alg:  Crystal{},
@@ -86,13 +88,14 @@ func TestAlgorithms(t *testing.T) {
 			d("t1", ClassGet, "a", 1, inf), d("t2", ClassGet, "a", 1, inf)}},
 		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 20, k("t2", ClassGet, "a"): 20},
 	}, {
-		name: "overload: partial move, then the rest scaled",
+		name: "overload: reservations scaled down together fleet-wide",
 		alg:  Crystal{},
 		p: Problem{Capacity: map[string]float64{"a": 40, "b": 40}, SLOs: SLOMap{"t1": {Get: 60}, "t2": {Get: 30}}, Demands: []Demand{
 			d("t1", ClassGet, "a", 1, inf), d("t1", ClassGet, "b", 1, inf), d("t2", ClassGet, "a", 1, inf)}},
-		// a: 30+30 reserved, 20 over; b has room 10 for t1; the remaining 10
-		// over scales a's 50 down to 40: t1 20*0.8, t2 30*0.8.
-		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 16, k("t1", ClassGet, "b"): 40, k("t2", ClassGet, "a"): 24},
+		// 90 reserved of 80 in all: every reservation scaled by 8/9, t1
+		// 53.3 and t2 26.7; t2 only uses a, t1 fills b and takes the 13.3
+		// left on a.
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 40.0 / 3, k("t1", ClassGet, "b"): 40, k("t2", ClassGet, "a"): 80.0 / 3},
 	}, {
 		name: "weighted spare",
 		alg:  Crystal{},
@@ -152,10 +155,10 @@ func TestAlgorithms(t *testing.T) {
 		alg:  MaxMin{},
 		p: Problem{Capacity: map[string]float64{"a": 40, "b": 100}, SLOs: SLOMap{"t1": {Get: 60}, "t2": {Get: 30}}, Demands: []Demand{
 			d("t1", ClassGet, "a", 1, inf), d("t1", ClassGet, "b", 1, inf), d("t2", ClassGet, "a", 1, inf)}},
-		// Reservations ignored. t1's one share is split over its two nodes
-		// by transfers (1/2 each): on a, t1 weighs 1/2 against t2's 1, so
-		// a's 40 go 40/3 and 80/3; b's 100 go to t1 alone.
-		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 40.0 / 3, k("t1", ClassGet, "b"): 100, k("t2", ClassGet, "a"): 80.0 / 3},
+		// Reservations ignored; equal shares fleet-wide: t2 only uses a,
+		// less t1's minimum there (2): 38; t1 gets the rest, 2 on a and
+		// b's 100.
+		want: map[UnitKey]float64{k("t1", ClassGet, "a"): 2, k("t1", ClassGet, "b"): 100, k("t2", ClassGet, "a"): 38},
 	}, {
 		name: "PSFA: all idle",
 		alg:  PSFA{},
@@ -236,5 +239,83 @@ func TestAlgorithmByName(t *testing.T) {
 	}
 	if _, err := AlgorithmByName("fifo"); err == nil {
 		t.Fatal("unknown algorithm accepted")
+	}
+}
+
+// The asymmetric fleet (docs/qos.md works it out): two gateways
+// of 25 MB/s; A reserves 20 and GETs through gateway 2 only, B reserves
+// 10, C has no SLO, both GET through both gateways. Fleet-wide first:
+// 20+x, 10+x, x over 50 MB/s. A can only use gateway 2, less B's and C's
+// minimums there (5% of 25 = 1.25 each): it stops at 22.5 (x = 2.5); B
+// and C share the 27.5 left, 18.75 and 8.75. Without the minimums the
+// fair shares would be 25/17.5/7.5 (A's share of the spare capped by the
+// one node it uses); the minimums cost A 10% of it. The old per-node
+// algorithm gave A 20, B 20, C 10, and C 0.02 on gateway 2.
+func TestAsymmetricFleet(t *testing.T) {
+	slos := SLOMap{"A": {Get: 20}, "B": {Get: 10}}
+	p := Problem{Capacity: map[string]float64{"gw1": 25, "gw2": 25}, SLOs: slos, Demands: []Demand{
+		d("A", ClassGet, "gw2", 2, inf),
+		d("B", ClassGet, "gw1", 2, inf), d("B", ClassGet, "gw2", 2, inf),
+		d("C", ClassGet, "gw1", 2, inf), d("C", ClassGet, "gw2", 2, inf)}}
+	got := Crystal{}.Allocate(p)
+	checkAlloc(t, got, map[UnitKey]float64{
+		k("A", ClassGet, "gw2"): 22.5,
+		k("B", ClassGet, "gw1"): 17.5, k("B", ClassGet, "gw2"): 1.25,
+		k("C", ClassGet, "gw1"): 7.5, k("C", ClassGet, "gw2"): 1.25,
+	})
+	fleet := map[string]float64{}
+	for k, r := range got {
+		fleet[k.Tenant] += r
+		if r < 0.05*25-1e-9 {
+			t.Errorf("%v given %v, under 5%% of its node", k, r)
+		}
+	}
+	// Against the fair shares without minimums: every tenant within the
+	// minimums' cost (A -10%), B +7%, C +17%.
+	for tenant, want := range map[string]float64{"A": 22.5, "B": 18.75, "C": 8.75} {
+		if math.Abs(fleet[tenant]-want) > 1e-6 {
+			t.Errorf("%s fleet-wide %v, want %v", tenant, fleet[tenant], want)
+		}
+	}
+	// With no minimum share the split reaches the unconstrained model.
+	p.MinShare = -1
+	got = Crystal{}.Allocate(p)
+	fleet = map[string]float64{}
+	for k, r := range got {
+		fleet[k.Tenant] += r
+	}
+	for tenant, want := range map[string]float64{"A": 25, "B": 17.5, "C": 7.5} {
+		if math.Abs(fleet[tenant]-want) > 1e-6 {
+			t.Errorf("no minimum: %s fleet-wide %v, want %v (%v)", tenant, fleet[tenant], want, got)
+		}
+	}
+}
+
+// No flow with demand gets less than the minimum share of its node while
+// the node can give every flow there its minimum, whatever the problem;
+// every algorithm's shares are the same fleet-wide whether a tenant is
+// split over nodes or not (the split is after the fleet-wide share).
+func TestMinimumShareInvariant(t *testing.T) {
+	slos := SLOMap{"t0": {Get: 50, Limit: 70}, "t1": {Get: 10, Weight: 2}, "t2": {Reservation: 5}}
+	for seed := range 200 {
+		caps := map[string]float64{"a": float64(10 + seed%7*15), "b": float64(20 + seed%5*10)}
+		var ds []Demand
+		for i := range 3 {
+			for j, n := range []string{"a", "b"} {
+				if (seed>>(i*2+j))&1 == 0 {
+					continue
+				}
+				ds = append(ds, d("t"+string(rune('0'+i)), ClassGet, n, 1+(seed+j)%3, inf))
+			}
+		}
+		for _, alg := range Algorithms {
+			got := alg.Allocate(Problem{Capacity: caps, Demands: ds, SLOs: slos})
+			for _, dm := range ds {
+				r := got[k(dm.Tenant, dm.Class, dm.Node)]
+				if r < DefaultMinShare*caps[dm.Node]-1e-6 {
+					t.Fatalf("seed %d %s: %s/%s given %v of %v: %v", seed, alg.Name(), dm.Tenant, dm.Node, r, caps[dm.Node], got)
+				}
+			}
+		}
 	}
 }

@@ -47,9 +47,14 @@ func TestAllocationWithClasses(t *testing.T) {
 	p := Problem{Capacity: map[string]float64{"a": 10, "b": 10}, SLOs: slos, Demands: []Demand{
 		d("t1", comp, "a", 1, inf), d("t1", comp, "b", 1, inf), d("t1", flush, "a", 1, inf),
 		d("t2", ClassGet, "a", 1, inf), d("t2", ClassGet, "b", 1, inf)}}
+	// Fleet-wide: flush reserves 6; the spare goes to compaction (up to
+	// its limit 4), flush (6+x) and t2 (x). Flush only uses a, less the
+	// others' minimums there (5% of 10 each): it stops at 9 (x = 3);
+	// compaction reaches its limit, t2 takes the rest: 4 and 7, each at
+	// its minimum on a.
 	checkAlloc(t, Crystal{}.Allocate(p), map[UnitKey]float64{
-		k("t1", comp, "a"): 1, k("t1", comp, "b"): 3, k("t1", flush, "a"): 8,
-		k("t2", ClassGet, "a"): 1, k("t2", ClassGet, "b"): 7,
+		k("t1", comp, "a"): 0.5, k("t1", comp, "b"): 3.5, k("t1", flush, "a"): 9,
+		k("t2", ClassGet, "a"): 0.5, k("t2", ClassGet, "b"): 6.5,
 	})
 	// The tenant's own SLO (get 9) is not the class's: a class without a
 	// policy has no reservation and no limit.
@@ -97,7 +102,8 @@ func TestControllerAssignsClassesPerNode(t *testing.T) {
 		}
 		sum += r
 	}
-	// 8 MB/s fleet-wide, split by transfers (1 on a, 3 on b): 2 and 6.
+	// 8 MB/s fleet-wide; t1's get, on gw-a alone, takes the rest of gw-a
+	// (the class keeps its minimum there, 5% of 10 MB/s): 0.5 and 7.5.
 	if math.Abs(sum-8e6) > 1 {
 		t.Fatalf("class limit 8 MB/s assigned %v in all: %v", sum, as)
 	}
@@ -113,8 +119,8 @@ func TestControllerAssignsClassesPerNode(t *testing.T) {
 	}
 	_, _, rates, _ := DecodeAssignments(data, "gw-b")
 	l.Apply("i", 1, rates)
-	if r := st.f.bytes.Bucket.Rate(); math.Abs(r-6e6) > 1 {
-		t.Fatalf("assigned rate of the class on gw-b %v, want 6e6", r)
+	if r := st.f.bytes.Bucket.Rate(); math.Abs(r-7.5e6) > 1 {
+		t.Fatalf("assigned rate of the class on gw-b %v, want 7.5e6", r)
 	}
 }
 
