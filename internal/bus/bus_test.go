@@ -3,7 +3,10 @@ package bus
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -276,5 +279,48 @@ func TestDialBeforeServer(t *testing.T) {
 		if i > 3000 {
 			t.Fatal("no delivery after connecting")
 		}
+	}
+}
+
+// syncBuffer is a log destination written by the client library's
+// callback goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// An in-process connection is logged as such, not as the client library's
+// default URL, where no port is open.
+func TestInProcessConnectionLog(t *testing.T) {
+	var logs syncBuffer
+	srv, err := StartServer(ServerOptions{Name: "test", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := srv.Connect("gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "bus in-process"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no in-process line: %s", logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "4222") || strings.Contains(logs.String(), "bus connected") {
+		t.Fatalf("%s", logs.String())
 	}
 }

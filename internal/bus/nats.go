@@ -86,7 +86,7 @@ func (s *Server) URL() string {
 
 // Connect returns an in-process connection: no socket involved.
 func (s *Server) Connect(name string) (*NATS, error) {
-	return connect("", name, s.log, nats.InProcessServer(s.ns))
+	return connect("", name, s.log, true, nats.InProcessServer(s.ns))
 }
 
 // ServerStats is the traffic a server has seen since it started: messages
@@ -120,7 +120,7 @@ func Dial(url, name string, logger *slog.Logger) (*NATS, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return connect(url, name, logger.With("component", "bus"), nats.RetryOnFailedConnect(true))
+	return connect(url, name, logger.With("component", "bus"), false, nats.RetryOnFailedConnect(true))
 }
 
 // NATS is a Bus on one NATS connection.
@@ -144,8 +144,17 @@ var _ Bus = (*NATS)(nil)
 // minutes of metric samples. Beyond it they fail (and are counted).
 const reconnectBuf = 8 << 20
 
-func connect(url, name string, log *slog.Logger, extra ...nats.Option) (*NATS, error) {
+// connect connects to url, or in process (url is then meaningless: the
+// client library reports its default, nats://127.0.0.1:4222, where no
+// port is open).
+func connect(url, name string, log *slog.Logger, inProcess bool, extra ...nats.Option) (*NATS, error) {
 	b := &NATS{log: log}
+	server := func(nc *nats.Conn) string {
+		if inProcess {
+			return "in-process"
+		}
+		return nc.ConnectedUrlRedacted()
+	}
 	opts := append([]nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
@@ -158,10 +167,14 @@ func connect(url, name string, log *slog.Logger, extra ...nats.Option) (*NATS, e
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.Info("bus reconnected", "server", nc.ConnectedUrlRedacted())
+			log.Info("bus reconnected", "server", server(nc))
 		}),
 		nats.ConnectHandler(func(nc *nats.Conn) {
-			log.Info("bus connected", "server", nc.ConnectedUrlRedacted())
+			if inProcess {
+				log.Info("bus in-process", "name", name)
+				return
+			}
+			log.Info("bus connected", "server", server(nc))
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrSlowConsumer) {

@@ -24,7 +24,7 @@ func newBusCommand() *cobra.Command {
 			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
 			}
-			logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			logger := jsonLogger(os.Stderr, lvl)
 			if addr == "" {
 				return fmt.Errorf("--addr: a standalone bus needs an address to listen on")
 			}

@@ -44,6 +44,15 @@ type Peer struct {
 	Identity string
 }
 
+// addr is the peer's address as logs show it: "ip:port", not the
+// net.Addr's struct.
+func (p Peer) addr() string {
+	if p.Addr == nil {
+		return ""
+	}
+	return p.Addr.String()
+}
+
 // ExportInfo describes an export.
 type ExportInfo struct {
 	Name        string
@@ -198,18 +207,18 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 	dev, info, err := c.handshake(ctx)
 	if err != nil {
 		if !errors.Is(err, errDone) {
-			s.log.Debug("nbd handshake ended", "peer", c.peer.Addr, "err", err)
+			s.log.Debug("nbd handshake ended", "peer", c.peer.addr(), "err", err)
 		}
 		return
 	}
 	nc.SetDeadline(time.Time{})
-	s.log.Info("nbd export opened", "export", info.Name, "peer", c.peer.Addr, "tls", c.peer.TLS, "identity", c.peer.Identity)
+	s.log.Info("nbd export opened", "export", info.Name, "peer", c.peer.addr(), "tls", c.peer.TLS, "identity", c.peer.Identity)
 	err = c.transmit(ctx, dev, info)
 	if cerr := dev.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if err != nil && !errors.Is(err, errDone) {
-		s.log.Info("nbd connection ended", "export", info.Name, "peer", c.peer.Addr, "err", err)
+		s.log.Info("nbd connection ended", "export", info.Name, "peer", c.peer.addr(), "err", err)
 	}
 }
 
@@ -359,14 +368,14 @@ func (c *conn) startTLS(ctx context.Context) error {
 	if err != nil {
 		// Refused credentials are worth an operator's eye; the error
 		// names the identity, never a key.
-		c.s.log.Warn("nbd STARTTLS failed", "peer", c.peer.Addr, "err", err)
+		c.s.log.Warn("nbd STARTTLS failed", "peer", c.peer.addr(), "err", err)
 		return fmt.Errorf("TLS handshake: %w", err)
 	}
 	c.rw = tc
 	c.peer.TLS = true
 	c.peer.Identity = id
 	if st, ok := tc.(fmt.Stringer); ok {
-		c.s.log.Debug("nbd STARTTLS done", "peer", c.peer.Addr, "session", st.String())
+		c.s.log.Debug("nbd STARTTLS done", "peer", c.peer.addr(), "session", st.String())
 	}
 	return nil
 }

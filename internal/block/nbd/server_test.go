@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -608,4 +610,44 @@ func TestLoopbackCongestion(t *testing.T) {
 	if got, want := cc(Config{LoopbackCongestion: []string{"-"}}), strings.TrimSpace(string(system)); got != want {
 		t.Errorf(`with "-": %q, want the system's %q`, got, want)
 	}
+}
+
+// lockedBuffer is a log destination the connection's goroutine writes to
+// while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The log names a peer by "ip:port", not by net.TCPAddr's fields.
+func TestPeerLoggedAsAddress(t *testing.T) {
+	var logs lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	c := serveTCP(t, New(Config{Logger: log, Exports: &memExports{dev: &memDevice{data: make([]byte, 1<<20)}, owner: "acme"}}))
+	// The line follows the handshake's last reply: wait for it.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for line := range strings.SplitSeq(logs.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != "nbd export opened" {
+				continue
+			}
+			if m["peer"] != c.c.LocalAddr().String() {
+				t.Fatalf("peer %#v, want %q: %s", m["peer"], c.c.LocalAddr(), line)
+			}
+			return
+		}
+	}
+	t.Fatalf("no export-opened line in %s", logs.String())
 }

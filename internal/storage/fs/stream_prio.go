@@ -70,6 +70,7 @@ type prioritizer struct {
 	note   string
 	log    *slog.Logger
 	failed atomic.Bool
+	warned atomic.Bool
 
 	mu    sync.Mutex
 	flows map[string]*flowMeter
@@ -96,9 +97,6 @@ func newPrioritizer(o Priorities, dev sysdev.Reader, dataDir string, log *slog.L
 			p.ok, p.note = pl.Device.Priorities, pl.Device.PrioritiesNote
 		}
 	}
-	if o.Needed != nil && !p.ok {
-		log.Warn("fs: bandwidth targets are set but I/O priorities cannot work on this device", "why", p.note)
-	}
 	return p
 }
 
@@ -111,6 +109,11 @@ func (p *prioritizer) flowOf(ctx context.Context) *flowMeter {
 	name, need, ok := p.opts.Needed(ctx)
 	if !ok {
 		return nil
+	}
+	if !p.ok && !p.warned.Swap(true) {
+		// Said when a flow with a target first reads, not at start:
+		// Needed is wired whether or not any tenant has a target.
+		p.log.Warn("fs: bandwidth targets are set but I/O priorities cannot work on this device", "flow", name, "why", p.note)
 	}
 	p.mu.Lock()
 	m := p.flows[name]

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -447,5 +448,44 @@ func TestStreamsListsLiveThreads(t *testing.T) {
 	_ = rc.Close()
 	if n := len(s.Streams()); n != 0 {
 		t.Fatalf("%d streams after Close", n)
+	}
+}
+
+// The warning that I/O priorities cannot work comes only once a flow
+// with a bandwidth target reads, and once: a fresh server, where no
+// tenant has a target, does not warn.
+func TestIOPrioWarnsOnlyWithTargets(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	targets := false
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "store"), Options{NoSync: true, Logger: log,
+		Streams: StreamOptions{Model: IOPerStream, ChunkSize: testChunk, ReadAhead: 2, SmallChunk: testChunk / 4, Priorities: Priorities{
+			Needed: func(context.Context) (string, float64, bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				return "t1/etl", 1e6, targets
+			},
+			Supported: func() (bool, string) { return false, "injected" },
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.CreateBucket(t.Context(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	putBytes(t, s, "b", "k", randomBytes(40*testChunk, 3))
+	getBytes(t, s, "b", "k", nil)
+	if strings.Contains(logs.String(), "I/O priorities cannot work") {
+		t.Fatalf("warned without targets: %s", logs.String())
+	}
+	mu.Lock()
+	targets = true
+	mu.Unlock()
+	getBytes(t, s, "b", "k", nil)
+	getBytes(t, s, "b", "k", nil)
+	if n := strings.Count(logs.String(), "I/O priorities cannot work"); n != 1 {
+		t.Fatalf("%d warnings with a target: %s", n, logs.String())
 	}
 }
