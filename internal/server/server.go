@@ -193,6 +193,19 @@ type httpListener struct {
 	addr string
 	srv  *http.Server
 	ln   net.Listener
+	// handling counts the requests whose handler has not returned: a
+	// drain that times out closes their connections, and Shutdown waits
+	// for the handlers to return before it closes the stores.
+	handling atomic.Int64
+}
+
+// track counts h's requests in l.handling.
+func (l *httpListener) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.handling.Add(1)
+		defer l.handling.Add(-1)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // New builds the components of opts.Role in dependency order; nothing
@@ -284,6 +297,7 @@ func (s *Server) start() error {
 		l.ln = ln
 	}
 	for _, l := range s.listeners {
+		l.srv.Handler = l.track(l.srv.Handler)
 		s.startGoroutine(l.name+" listener", func() {
 			if err := l.srv.Serve(l.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.fail(fmt.Errorf("%s: %w", l.name, err))
@@ -347,7 +361,13 @@ func (s *Server) shutdown(ctx context.Context) error {
 			continue
 		}
 		if err := l.srv.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("%s shutdown: %w", l.name, err))
+			// The drain ran out of time: the requests still running are
+			// cut (their connections closed) rather than left running
+			// over closed stores.
+			n := l.handling.Load()
+			s.log.Warn("requests cut at the shutdown timeout", "listener", l.name, "requests", n)
+			_ = l.srv.Close()
+			errs = append(errs, fmt.Errorf("%s shutdown: %w (%d requests cut)", l.name, err, n))
 		}
 	}
 	for _, stop := range s.stops {
@@ -356,7 +376,8 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 	}
 	s.cancel()
-	if running := s.goroutines.wait(ctx, goroutineGrace); len(running) > 0 {
+	if running := s.goroutines.wait(ctx, goroutineGrace); len(running) > 0 || !s.handlersReturned(goroutineGrace) {
+		running = append(running, s.handlersRunning()...)
 		err := fmt.Errorf("goroutines still running, stores left open: %s", strings.Join(running, ", "))
 		s.log.Error("shutdown", "err", err)
 		return errors.Join(append(errs, err)...)
@@ -370,6 +391,30 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.log.Info("stores closed")
 	s.log.Info("stopped")
 	return errors.Join(errs...)
+}
+
+// handlersReturned waits until no request handler runs (their connections
+// are closed by now), for at most grace.
+func (s *Server) handlersReturned(grace time.Duration) bool {
+	deadline := time.Now().Add(grace)
+	for len(s.handlersRunning()) > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// handlersRunning names the listeners with request handlers still running.
+func (s *Server) handlersRunning() []string {
+	var out []string
+	for _, l := range s.listeners {
+		if n := l.handling.Load(); n > 0 {
+			out = append(out, fmt.Sprintf("%s requests (%d)", l.name, n))
+		}
+	}
+	return out
 }
 
 // closeAll closes what New opened, last opened first.

@@ -240,3 +240,53 @@ func TestStartFailsOnABusyPort(t *testing.T) {
 		t.Fatalf("goroutines when the stores closed: %+v", atClose)
 	}
 }
+
+// A PUT that does not finish within the shutdown's time is cut (its
+// connection closed), and its handler has returned before the stores
+// close.
+func TestShutdownTimeoutCutsRequestsBeforeStoresClose(t *testing.T) {
+	var atClose *GoroutineCounts
+	srv, client, _ := startServer(t, t.TempDir(), func(c GoroutineCounts) { atClose = &c }, nil)
+	ctx := context.Background()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("stuck")}); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := s3.NewPresignClient(client).PresignPutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("stuck"), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req, _ := http.NewRequest(ps.Method, ps.URL, pr)
+	req.ContentLength = 1 << 20
+	for k, v := range ps.SignedHeader {
+		if !strings.EqualFold(k, "host") {
+			req.Header[k] = v
+		}
+	}
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	if _, err := pw.Write(make([]byte, 64<<10)); err != nil { // then nothing more
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if err == nil || !strings.Contains(err.Error(), "requests cut") {
+		t.Fatalf("shutdown with a stuck PUT: %v; want the request cut", err)
+	}
+	if atClose == nil || atClose.Started != atClose.Exited {
+		t.Fatalf("stores closed with goroutines running: %+v", atClose)
+	}
+	pw.CloseWithError(io.ErrUnexpectedEOF)
+	if err := <-errc; err == nil {
+		t.Fatal("the cut PUT got an answer")
+	}
+}
