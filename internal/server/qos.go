@@ -83,7 +83,9 @@ func (s *Server) newQoS(ctx context.Context, opts QoSOptions, store control.SLOS
 func (s *Server) runAgent(q *qosRuntime, b bus.Bus, self admin.NodeSource, backend any) {
 	agent := qos.NewAgent(q.limiter, b, q.opts.period(), q.slos.Refresh, s.log)
 	describe(agent, self)
-	reportDevices(agent, backend)
+	if src, ok := backend.(qos.DeviceSource); ok { // a backend with local devices
+		agent.ReportDevices(qos.DeviceSampler(src))
+	}
 	s.later("qos agent", func(ctx context.Context) {
 		if err := agent.Run(ctx); err != nil {
 			s.log.Error("qos agent stopped", "err", err)

@@ -1,11 +1,10 @@
-package server
+package qos
 
 import (
 	"context"
 	"sync"
 	"time"
 
-	"github.com/facet-sds/facet/internal/qos"
 	"github.com/facet-sds/facet/internal/storage"
 	"github.com/facet-sds/facet/internal/sysdev"
 )
@@ -16,15 +15,15 @@ import (
 // their own; each QoS report lists them under the device holding the data,
 // with their flows' needs, and what the device itself moved.
 
-// deviceSource is what the embedded backend tells (*fs.Store).
-type deviceSource interface {
+// DeviceSource is what the embedded backend tells (*fs.Store).
+type DeviceSource interface {
 	Devices() ([]sysdev.Placement, error)
 	Streams() []storage.ThreadStream
 }
 
 // deviceSampler turns cumulative counters into rates between reports.
 type deviceSampler struct {
-	src deviceSource
+	src DeviceSource
 	dev sysdev.Reader
 	now func() time.Time
 
@@ -45,21 +44,17 @@ type streamKey struct {
 	since time.Time
 }
 
-// reportDevices makes this node's QoS reports carry its devices, when its
-// backend has local ones.
-func reportDevices(agent *qos.Agent, backend any) {
-	src, ok := backend.(deviceSource)
-	if !ok {
-		return
-	}
+// DeviceSampler returns the function that samples src's devices for the
+// agent's reports (Agent.ReportDevices).
+func DeviceSampler(src DeviceSource) func(context.Context) []DeviceStatus {
 	s := &deviceSampler{src: src, now: time.Now}
-	agent.ReportDevices(s.sample)
+	return s.sample
 }
 
 // sample returns the devices over the time since the previous sample. A
 // device's Served is -1 on the first sample, or when the kernel does not
 // say (no block device, no /proc/diskstats entry).
-func (s *deviceSampler) sample(context.Context) []qos.DeviceStatus {
+func (s *deviceSampler) sample(context.Context) []DeviceStatus {
 	places, err := s.src.Devices()
 	if err != nil || len(places) == 0 {
 		return nil
@@ -74,7 +69,7 @@ func (s *deviceSampler) sample(context.Context) []qos.DeviceStatus {
 	// The embedded backend keeps its data under one directory: its
 	// streams are on the device holding it.
 	p := places[0]
-	d := qos.DeviceStatus{Served: -1, Streams: []qos.ThreadStatus{}}
+	d := DeviceStatus{Served: -1, Streams: []ThreadStatus{}}
 	ioNow := map[string]sysdev.DiskIO{}
 	if p.Device != nil {
 		d.Device = p.Device.Name
@@ -106,9 +101,9 @@ func (s *deviceSampler) sample(context.Context) []qos.DeviceStatus {
 		}
 		d.Asked += t.Need
 		if len(d.Streams) < maxReportedStreams {
-			d.Streams = append(d.Streams, qos.ThreadStatus{TID: t.TID, Flow: t.Flow, Need: t.Need, Served: max(served, 0)})
+			d.Streams = append(d.Streams, ThreadStatus{TID: t.TID, Flow: t.Flow, Need: t.Need, Served: max(served, 0)})
 		}
 	}
 	s.bytes = bytesNow
-	return []qos.DeviceStatus{d}
+	return []DeviceStatus{d}
 }
