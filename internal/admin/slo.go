@@ -65,14 +65,23 @@ type BWFlow struct {
 	Class  string `json:"class"`
 	// Asked is the rate in force (bytes/s, 0: unlimited) and Source where
 	// it comes from: assigned (controller), static (SLO limit) or none.
-	Asked    float64 `json:"asked"`
-	Source   string  `json:"source"`
-	Served   float64 `json:"served"`
-	Streams  int     `json:"streams"`
-	Active   int     `json:"active"`
-	Waited   float64 `json:"waited_seconds"`
+	Asked   float64 `json:"asked"`
+	Source  string  `json:"source"`
+	Served  float64 `json:"served"`
+	Streams int     `json:"streams"`
+	Active  int     `json:"active"`
+	Waited  float64 `json:"waited_seconds"`
+	// OpsRate is the operations cap in force on the node (ops/s, 0:
+	// none) and OpsSource where it comes from, as Source for bytes.
+	OpsRate   float64 `json:"ops_rate"`
+	OpsSource string  `json:"ops_source,omitempty"`
+	// Ops is operations admitted per second, Queued those of them that
+	// waited for their turn, Rejected those refused with SlowDown, and
+	// InLine the refused ones holding a place in line for their retry.
 	Ops      float64 `json:"ops"`
+	Queued   float64 `json:"queued"`
 	Rejected float64 `json:"rejected"`
+	InLine   int     `json:"in_line"`
 }
 
 // BWNode is one node in the /bw views.

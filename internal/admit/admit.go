@@ -27,3 +27,22 @@ type Shaper interface {
 	Writer(w io.Writer) io.Writer
 	Done()
 }
+
+type retryKey struct{}
+
+// WithRetryKey returns ctx carrying key, which names one client operation
+// across its retries (an AWS SDK's amz-sdk-invocation-id): an operation
+// refused with SlowDown may keep its place in line, and its retry under
+// the same key takes that place.
+func WithRetryKey(ctx context.Context, key string) context.Context {
+	if key == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, retryKey{}, key)
+}
+
+// RetryKey is the key WithRetryKey put in ctx, or "".
+func RetryKey(ctx context.Context) string {
+	k, _ := ctx.Value(retryKey{}).(string)
+	return k
+}

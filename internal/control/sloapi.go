@@ -256,7 +256,8 @@ func BandwidthView(f *qos.Fleet, algo string) admin.BWView {
 			n.Served += fl.Served
 			n.Streams += fl.Active
 			n.Flows = append(n.Flows, admin.BWFlow{Tenant: fl.Tenant, Class: string(fl.Class), Asked: fl.Rate, Source: fl.Source,
-				Served: fl.Served, Streams: fl.Streams, Active: fl.Active, Waited: fl.Waited, Ops: fl.Ops, Rejected: fl.Rejected})
+				Served: fl.Served, Streams: fl.Streams, Active: fl.Active, Waited: fl.Waited,
+				OpsRate: fl.OpsRate, OpsSource: fl.OpsSource, Ops: fl.Ops, Queued: fl.Queued, Rejected: fl.Rejected, InLine: fl.InLine})
 		}
 		for _, d := range rep.Devices {
 			bd := admin.BWDevice{Device: d.Device, Served: d.Served, Asked: d.Asked, Streams: []admin.BWThread{}}

@@ -46,7 +46,7 @@ func (o *options) sloCommand() *cobra.Command {
 	for _, f := range []struct{ name, help string }{
 		{"get", "GET reservation (30MB/s)"}, {"put", "PUT reservation"}, {"reservation", "reservation of the classes --get/--put leave unset"},
 		{"limit", "cap of each class, fleet-wide"}, {"weight", "share of the spare bandwidth (default 1)"},
-		{"ops", "operations per second of each class, per gateway (over it: 503 SlowDown)"}, {"background", "cap of the tenant's background work"},
+		{"ops", "operations per second of each class, fleet-wide: the bandwidth controller splits it over the gateways (over it: a short queue, then 503 SlowDown)"}, {"background", "cap of the tenant's background work"},
 	} {
 		spec[f.name] = set.Flags().String(f.name, "", f.help)
 	}
@@ -140,12 +140,23 @@ func mbps(v float64) string {
 	return strconv.FormatFloat(v/1e6, 'f', 2, 64) + "MB/s"
 }
 
+// opsCap renders a flow's operations cap and where it comes from:
+// "20/s static", "-" without one.
+func opsCap(f admin.BWFlow) string {
+	if f.OpsRate <= 0 {
+		return "-"
+	}
+	return perSec(f.OpsRate) + "/s " + orDash(f.OpsSource)
+}
+
+func perSec(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
 func (o *options) bwCommand() *cobra.Command {
 	var node string
 	var osinfo bool
 	cmd := &cobra.Command{
 		Use:   "bw",
-		Short: "Bandwidth per node and flow: rate asked (assigned or static) vs served, streams, time waited, SlowDowns",
+		Short: "Bandwidth per node and flow: rate asked (assigned or static) vs served, streams, time waited; operations cap, admitted, queued and refused (SlowDown)",
 		Args:  cobra.NoArgs,
 		RunE: o.run(func(ctx context.Context, c *client, p *printer, _ []string) error {
 			path := "/bw"
@@ -188,10 +199,10 @@ func (o *options) bwCommand() *cobra.Command {
 						asked = "unlimited"
 					}
 					rows = append(rows, []string{n.Node, f.Tenant, f.Class, asked, f.Source, mbps(f.Served), strconv.Itoa(f.Streams),
-						strconv.FormatFloat(f.Waited, 'f', 2, 64), strconv.FormatFloat(f.Rejected, 'f', 1, 64)})
+						strconv.FormatFloat(f.Waited, 'f', 2, 64), opsCap(f), perSec(f.Ops), perSec(f.Queued), perSec(f.Rejected)})
 				}
 			}
-			return p.print(v, []string{"NODE", "TENANT", "CLASS", "ASKED", "SOURCE", "SERVED", "STREAMS", "WAITED-S", "SLOWDOWN/S"}, rows)
+			return p.print(v, []string{"NODE", "TENANT", "CLASS", "ASKED", "SOURCE", "SERVED", "STREAMS", "WAITED-S", "OPS-CAP", "OPS/S", "QUEUED/S", "SLOWDOWN/S"}, rows)
 		}),
 	}
 	cmd.Flags().StringVar(&node, "node", "", "only this node")

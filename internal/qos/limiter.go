@@ -8,11 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/facet-sds/facet/internal/admit"
 )
 
 // LimiterConfig configures a Limiter.
@@ -27,6 +30,13 @@ type LimiterConfig struct {
 	// OpsQueue is how long an operation over its tenant's ops rate may
 	// wait for a token before it is refused with SlowDown (default 250 ms).
 	OpsQueue time.Duration
+	// OpsLine is how far ahead an operation refused with SlowDown may keep
+	// its place in line for its retry, when the client names its retries
+	// (admit.RetryKey); default 10 s. Beyond it, a refusal keeps nothing.
+	OpsLine time.Duration
+	// Rand returns a number in [0, 1): the jitter that spreads the
+	// Retry-After of refusals. Default math/rand/v2's Float64.
+	Rand func() float64
 	// SLOs gives tenants' SLOs for static local rates (limits) and ops
 	// rates; nil means none.
 	SLOs SLOSource
@@ -78,16 +88,23 @@ type flow struct {
 	streams  atomic.Int64 // open now
 	peak     atomic.Int64 // most open at once this period
 	opsDone  atomic.Int64 // admitted operations, cumulative
+	queued   atomic.Int64 // of them, those that waited for their token
 	rejected atomic.Int64 // operations refused with SlowDown, cumulative
+
+	// tickets are the places in line of operations refused with
+	// SlowDown, by retry key: when each one's token is paid.
+	tmu     sync.Mutex
+	tickets map[string]time.Time
 
 	// Guarded by Limiter.mu (write): the rate in force and why, and the
 	// counters at the last report.
 	rate, opsRate float64
 	source        string
+	opsSource     string
 	last          counters
 }
 
-type counters struct{ served, waitNs, ops, rejected int64 }
+type counters struct{ served, waitNs, ops, queued, rejected int64 }
 
 // Rate sources, as reported.
 const (
@@ -106,6 +123,12 @@ func NewLimiter(cfg LimiterConfig) *Limiter {
 	}
 	if cfg.OpsQueue <= 0 {
 		cfg.OpsQueue = 250 * time.Millisecond
+	}
+	if cfg.OpsLine <= 0 {
+		cfg.OpsLine = 10 * time.Second
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
 	}
 	if cfg.Stale <= 0 {
 		cfg.Stale = 10 * time.Second
@@ -155,28 +178,16 @@ func (l *Limiter) AdmitBackground(ctx context.Context, tenant string) (*Stream, 
 }
 
 // Admit admits one operation of tenant's class: at once, after a brief
-// queue, or not at all (a *SlowDownError with the wait the ops bucket
-// computes). The returned Stream shapes the operation's bytes; call Done
+// queue, or not at all (a *SlowDownError whose RetryAfter says when to
+// come back). The returned Stream shapes the operation's bytes; call Done
 // when the operation ends.
 func (l *Limiter) Admit(ctx context.Context, tenant string, class Class) (*Stream, error) {
 	if l.cfg.Disabled {
 		return &Stream{ctx: ctx}, nil
 	}
 	f := l.flow(tenant, class)
-	wait, ok := f.ops.Reserve(1, l.cfg.OpsQueue)
-	if !ok {
-		f.rejected.Add(1)
-		return nil, &SlowDownError{Flow: l.id(f.key), After: wait}
-	}
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-		f.bytes.waitNs.Add(int64(wait))
+	if err := l.takeOp(ctx, f); err != nil {
+		return nil, err
 	}
 	f.opsDone.Add(1)
 	n := f.streams.Add(1)
@@ -187,6 +198,130 @@ func (l *Limiter) Admit(ctx context.Context, tenant string, class Class) (*Strea
 		}
 	}
 	return &Stream{f: f, ctx: ctx, chunk: int(l.cfg.Chunk)}, nil
+}
+
+// MaxTickets bounds the places in line one flow keeps for refused
+// operations (a client names its retries freely).
+const MaxTickets = 4096
+
+// takeOp takes one token of f's operations bucket, in line:
+//
+//   - a token due within the queue bound (OpsQueue) is waited for, in
+//     arrival order;
+//   - an operation whose token is further away and whose client names its
+//     retries (admit.RetryKey, an SDK's invocation id) takes its place in
+//     line all the same, up to OpsLine ahead, and is refused at once with
+//     a Retry-After that brings its retry back when its token is due: the
+//     retry, under the same key, is admitted then. Without the place, a
+//     retry would meet the line full again of operations that never left
+//     it (each admitted client's next request takes the place it left),
+//     and fail;
+//   - any other is held for the queue bound (a client that ignores
+//     Retry-After cannot spin), then refused with the line's length,
+//     spread by up to a half again so that refused clients come back
+//     apart.
+func (l *Limiter) takeOp(ctx context.Context, f *flow) error {
+	q := l.cfg.OpsQueue
+	key := admit.RetryKey(ctx)
+	if key != "" {
+		if due, ok := f.ticket(key); ok {
+			wait := due.Sub(l.cfg.Now())
+			if wait > q {
+				// Back early: the place is kept.
+				f.rejected.Add(1)
+				return &SlowDownError{Flow: l.id(f.key), After: wait}
+			}
+			f.dropTicket(key)
+			return l.queue(ctx, f, wait)
+		}
+	}
+	wait, ok := f.ops.Reserve(1, q)
+	if ok {
+		return l.queue(ctx, f, wait)
+	}
+	f.rejected.Add(1)
+	if key != "" {
+		if wait, ok := f.hold(key, l.cfg.OpsLine, l.cfg.Now); ok {
+			return &SlowDownError{Flow: l.id(f.key), After: wait}
+		}
+	}
+	t := time.NewTimer(q)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	after := max(wait-q, time.Millisecond)
+	after += time.Duration(l.cfg.Rand() * float64(wait) / 2)
+	return &SlowDownError{Flow: l.id(f.key), After: after}
+}
+
+// queue waits for an operation's token, due in wait.
+func (l *Limiter) queue(ctx context.Context, f *flow, wait time.Duration) error {
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	f.bytes.waitNs.Add(int64(wait))
+	f.queued.Add(1)
+	return nil
+}
+
+// ticket returns the place in line key holds.
+func (f *flow) ticket(key string) (time.Time, bool) {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	due, ok := f.tickets[key]
+	return due, ok
+}
+
+func (f *flow) dropTicket(key string) {
+	f.tmu.Lock()
+	delete(f.tickets, key)
+	f.tmu.Unlock()
+}
+
+// hold takes a token for key up to line ahead and remembers when it is
+// due; false when the line is longer or the flow keeps MaxTickets.
+func (f *flow) hold(key string, line time.Duration, now func() time.Time) (time.Duration, bool) {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	if len(f.tickets) >= MaxTickets {
+		return 0, false
+	}
+	wait, ok := f.ops.Reserve(1, line)
+	if !ok {
+		return 0, false
+	}
+	if f.tickets == nil {
+		f.tickets = map[string]time.Time{}
+	}
+	f.tickets[key] = now().Add(wait)
+	return wait, true
+}
+
+// TicketGrace is how long after its token was due a place in line waits
+// for its retry: longer than an SDK's longest backoff (20 s for boto3).
+const TicketGrace = 30 * time.Second
+
+// sweepTickets forgets the places whose retries did not come; it reports
+// how many are left.
+func (f *flow) sweepTickets(now time.Time) int {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	for k, due := range f.tickets {
+		if now.Sub(due) > TicketGrace {
+			delete(f.tickets, k)
+		}
+	}
+	return len(f.tickets)
 }
 
 func (l *Limiter) id(k flowKey) FlowID {
@@ -229,21 +364,22 @@ func (l *Limiter) applyLocked(f *flow, now time.Time) {
 		f.rate = rate
 	}
 	f.source = source
-	ops := math.Inf(1)
+	ops, opsSource := math.Inf(1), SourceNone
 	if _, ok := f.key.class.Context(); ok && slo.Ops == 0 && l.cfg.SLOs != nil {
 		// A context class without an ops rate of its own keeps its
 		// tenant's: naming a class is no way around the tenant's cap.
 		slo, _ = l.cfg.SLOs.SLO(f.key.tenant)
 	}
 	if slo.Ops > 0 {
-		ops = slo.Ops
+		ops, opsSource = slo.Ops, SourceStatic
 	}
 	if a, ok := l.assignedOp[f.key]; ok && live && slo.Ops > 0 {
 		// The controller's share of the fleet-wide operations cap, never
 		// above the cap itself: a cap lowered or removed here applies at
 		// once, not at the controller's next period.
-		ops = min(a, slo.Ops)
+		ops, opsSource = min(a, slo.Ops), SourceAssigned
 	}
+	f.opsSource = opsSource
 	if changed(f.opsRate, ops) {
 		f.ops.SetRate(ops)
 		f.opsRate = ops
@@ -388,16 +524,25 @@ type FlowStatus struct {
 	Rate    float64 `json:"rate"`
 	Source  string  `json:"source"`
 	OpsRate float64 `json:"ops_rate"` // 0: unlimited
+	// OpsSource is where OpsRate comes from: assigned (the controller's
+	// share of the fleet-wide cap), static (the whole cap: no live
+	// controller) or none.
+	OpsSource string `json:"ops_source,omitempty"`
 	// Streams is the most streams open at once in the period; Active
 	// those open now.
 	Streams int `json:"streams"`
 	Active  int `json:"active"`
 	// Served is bytes/s moved; Waited the seconds streams spent waiting
-	// for tokens (summed over streams); Ops and Rejected per second.
+	// for tokens (summed over streams); Ops, Queued (of Ops, those that
+	// waited for their token) and Rejected (SlowDown) per second.
 	Served   float64 `json:"served"`
 	Waited   float64 `json:"waited"`
 	Ops      float64 `json:"ops"`
+	Queued   float64 `json:"queued,omitempty"`
 	Rejected float64 `json:"rejected"`
+	// InLine counts the refused operations holding a place in line for
+	// their retries, at the end of the period.
+	InLine int `json:"in_line,omitempty"`
 }
 
 // NodeReport is a node's flows over one period: what the controller reads
@@ -475,12 +620,13 @@ func (l *Limiter) Report() NodeReport {
 	}
 	for k, f := range l.flows {
 		l.applyLocked(f, now)
-		c := counters{served: f.bytes.served.Load(), waitNs: f.bytes.waitNs.Load(), ops: f.opsDone.Load(), rejected: f.rejected.Load()}
-		d := counters{c.served - f.last.served, c.waitNs - f.last.waitNs, c.ops - f.last.ops, c.rejected - f.last.rejected}
+		c := counters{served: f.bytes.served.Load(), waitNs: f.bytes.waitNs.Load(), ops: f.opsDone.Load(), queued: f.queued.Load(), rejected: f.rejected.Load()}
+		d := counters{c.served - f.last.served, c.waitNs - f.last.waitNs, c.ops - f.last.ops, c.queued - f.last.queued, c.rejected - f.last.rejected}
 		f.last = c
 		active := f.streams.Load()
 		peak := f.peak.Swap(active)
-		if d == (counters{}) && active == 0 && peak == 0 {
+		tickets := f.sweepTickets(now)
+		if d == (counters{}) && active == 0 && peak == 0 && tickets == 0 {
 			delete(l.flows, k)
 			continue
 		}
@@ -488,9 +634,10 @@ func (l *Limiter) Report() NodeReport {
 			l.cfg.Throttled(k.tenant, time.Duration(d.waitNs))
 		}
 		rep.Flows = append(rep.Flows, FlowStatus{
-			Tenant: k.tenant, Class: k.class, Rate: finite(f.rate), Source: f.source, OpsRate: finite(f.opsRate),
+			Tenant: k.tenant, Class: k.class, Rate: finite(f.rate), Source: f.source, OpsRate: finite(f.opsRate), OpsSource: f.opsSource,
 			Streams: int(peak), Active: int(active),
-			Served: float64(d.served) / dt, Waited: float64(d.waitNs) / 1e9, Ops: float64(d.ops) / dt, Rejected: float64(d.rejected) / dt,
+			Served: float64(d.served) / dt, Waited: float64(d.waitNs) / 1e9, Ops: float64(d.ops) / dt, Queued: float64(d.queued) / dt, Rejected: float64(d.rejected) / dt,
+			InLine: tickets,
 		})
 	}
 	slices.SortFunc(rep.Flows, func(a, b FlowStatus) int {

@@ -13,18 +13,25 @@ import (
 
 func TestAdmitSlowDownWithRetryAfter(t *testing.T) {
 	c := newFakeClock()
-	l := NewLimiter(LimiterConfig{Node: "n1", SLOs: SLOMap{"t1": {Ops: 2}}, OpsQueue: 100 * time.Millisecond, Now: c.Now})
+	l := NewLimiter(LimiterConfig{Node: "n1", SLOs: SLOMap{"t1": {Ops: 2}}, OpsQueue: 100 * time.Millisecond, Now: c.Now,
+		Rand: func() float64 { return 0 }})
 	st, err := l.Admit(context.Background(), "t1", ClassPut)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st.Done()
 	// The bucket (2/s, burst 1) is empty: the next token is 500 ms away,
-	// more than the 100 ms queue.
+	// more than the 100 ms queue. The operation is held for the queue
+	// (real time), then told to come back when the token is there: 400 ms
+	// after the answer (no jitter here).
+	start := time.Now()
 	_, err = l.Admit(context.Background(), "t1", ClassPut)
 	var sd *SlowDownError
-	if !errors.As(err, &sd) || sd.RetryAfter() != 500*time.Millisecond || sd.Flow.Tenant != "t1" || sd.Flow.Class != ClassPut {
-		t.Fatalf("err = %v, want SlowDown after 500ms", err)
+	if !errors.As(err, &sd) || sd.RetryAfter() != 400*time.Millisecond || sd.Flow.Tenant != "t1" || sd.Flow.Class != ClassPut {
+		t.Fatalf("err = %v, want SlowDown after 400ms", err)
+	}
+	if el := time.Since(start); el < 100*time.Millisecond {
+		t.Fatalf("refused after %v, before the 100ms queue", el)
 	}
 	// Other tenants and classes have their own buckets.
 	if _, err := l.Admit(context.Background(), "t2", ClassPut); err != nil {

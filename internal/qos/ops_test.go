@@ -3,10 +3,13 @@ package qos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/controller"
 )
 
@@ -102,5 +105,154 @@ func TestOpsCapChangeAppliesAtOnce(t *testing.T) {
 	l.Refresh()
 	if r := st.f.ops.Rate(); !math.IsInf(r, 1) {
 		t.Fatalf("after the cap was removed: %v, want unlimited", r)
+	}
+}
+
+// Operations over the rate wait in line up to the queue bound, in arrival
+// order, before any is refused; one further away is refused only after
+// it has waited the queue bound out (issue 25: refusals came back in
+// 2 ms, and a throttled client spun at 1,300 requests/s).
+func TestOpsQueueBeforeSlowDown(t *testing.T) {
+	l := NewLimiter(LimiterConfig{Node: "n1", SLOs: SLOMap{"t1": {Ops: 40}}, OpsQueue: 250 * time.Millisecond})
+	// 40/s, burst 1, 16 at once: the first is admitted at once, the next
+	// 10 are due within 250 ms (25 ms apart), the rest further away.
+	type result struct {
+		err error
+		in  time.Duration // from the call to its answer
+	}
+	res := make([]result, 16)
+	var wg sync.WaitGroup
+	for i := range res {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			st, err := l.Admit(context.Background(), "t1", ClassGet)
+			if err == nil {
+				st.Done()
+			}
+			res[i] = result{err, time.Since(start)}
+		}()
+	}
+	wg.Wait()
+	admitted := 0
+	for _, r := range res {
+		var sd *SlowDownError
+		switch {
+		case r.err == nil:
+			admitted++
+		case !errors.As(r.err, &sd):
+			t.Fatalf("refused with %v, want SlowDown", r.err)
+		case r.in < 250*time.Millisecond:
+			t.Fatalf("refused %v after arriving, before the 250ms queue", r.in)
+		}
+	}
+	// 11 fit in the queue (a slow start refills a token or two more).
+	if admitted < 11 || admitted > 14 {
+		t.Fatalf("%d of 16 admitted, want the 11 the queue holds", admitted)
+	}
+	rep := l.Report()
+	if len(rep.Flows) != 1 || rep.Flows[0].Queued <= 0 || rep.Flows[0].Rejected <= 0 {
+		t.Fatalf("report %+v: want queued and rejected operations", rep.Flows)
+	}
+	// A refusal ends as soon as its request's context does.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	for i := 0; i < 20; i++ {
+		if _, err := l.Admit(ctx, "t1", ClassGet); errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+	}
+	t.Fatal("no admission ended with its context")
+}
+
+// A refusal's Retry-After is the line's length from the answer, spread by
+// up to half again, so that refused clients do not come back together.
+func TestRetryAfterSpread(t *testing.T) {
+	c := newFakeClock()
+	var r float64
+	l := NewLimiter(LimiterConfig{Node: "n1", SLOs: SLOMap{"t1": {Ops: 2}}, OpsQueue: time.Millisecond, Now: c.Now,
+		Rand: func() float64 { return r }})
+	if _, err := l.Admit(context.Background(), "t1", ClassPut); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[time.Duration]bool{}
+	for _, r = range []float64{0, 0.5, 0.999} {
+		_, err := l.Admit(context.Background(), "t1", ClassPut)
+		var sd *SlowDownError
+		if !errors.As(err, &sd) {
+			t.Fatalf("err %v, want SlowDown", err)
+		}
+		// The token is 500 ms away, the answer 1 ms later.
+		lo, hi := 499*time.Millisecond, 749*time.Millisecond
+		if sd.After < lo || sd.After > hi {
+			t.Fatalf("rand %v: Retry-After %v outside [%v, %v]", r, sd.After, lo, hi)
+		}
+		seen[sd.After] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("Retry-After not spread: %v", seen)
+	}
+}
+
+// An operation that names its retries (an SDK's invocation id) keeps its
+// place in line when refused: its Retry-After is when its token is due,
+// and its retry then is admitted, ahead of operations that came after it.
+// A retry that comes back early keeps the place; a stranger without one
+// goes to the end of the line.
+func TestRetryKeepsItsPlace(t *testing.T) {
+	c := newFakeClock()
+	l := NewLimiter(LimiterConfig{Node: "n1", SLOs: SLOMap{"t1": {Ops: 2}}, OpsQueue: 50 * time.Millisecond, Now: c.Now,
+		Rand: func() float64 { return 0 }})
+	key := func(k string) context.Context { return admit.WithRetryKey(context.Background(), k) }
+	if _, err := l.Admit(key("a"), "t1", ClassGet); err != nil {
+		t.Fatal(err)
+	}
+	after := func(ctx context.Context) time.Duration {
+		t.Helper()
+		_, err := l.Admit(ctx, "t1", ClassGet)
+		var sd *SlowDownError
+		if !errors.As(err, &sd) {
+			t.Fatalf("err %v, want SlowDown", err)
+		}
+		return sd.After
+	}
+	if d := after(key("b")); d != 500*time.Millisecond {
+		t.Fatalf("b told %v, want 500ms: its token's time", d)
+	}
+	if d := after(key("c")); d != time.Second {
+		t.Fatalf("c told %v, want 1s: behind b", d)
+	}
+	// A stranger without a key is behind both (1.5 s, less the 50 ms
+	// it was held).
+	if d := after(context.Background()); d != 1450*time.Millisecond {
+		t.Fatalf("stranger told %v, want 1.45s", d)
+	}
+	if rep := l.Report(); rep.Flows[0].InLine != 2 {
+		t.Fatalf("in line %d, want 2", rep.Flows[0].InLine)
+	}
+	c.Advance(500 * time.Millisecond)
+	// b is back on time: admitted on its place. A stranger still finds
+	// the line full (c's token is due in 500 ms).
+	if _, err := l.Admit(key("b"), "t1", ClassGet); err != nil {
+		t.Fatalf("b's retry refused: %v", err)
+	}
+	if d := after(context.Background()); d != 950*time.Millisecond {
+		t.Fatalf("stranger told %v, want 950ms", d)
+	}
+	// c is back 300 ms early: told the rest, place kept.
+	c.Advance(200 * time.Millisecond)
+	if d := after(key("c")); d != 300*time.Millisecond {
+		t.Fatalf("c early told %v, want 300ms", d)
+	}
+	c.Advance(300 * time.Millisecond)
+	if _, err := l.Admit(key("c"), "t1", ClassGet); err != nil {
+		t.Fatalf("c's retry refused: %v", err)
+	}
+	// A place whose retry never comes is forgotten after TicketGrace.
+	after(key("d"))
+	c.Advance(TicketGrace + 2*time.Second)
+	if rep := l.Report(); rep.Flows[0].InLine != 0 {
+		t.Fatalf("in line %d after the grace, want 0", rep.Flows[0].InLine)
 	}
 }

@@ -6,22 +6,65 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/s3err"
 )
+
+// invocationID is the header in which AWS SDKs name one call across its
+// retries.
+const invocationID = "Amz-Sdk-Invocation-Id"
+
+// sdkRequest is the header in which AWS SDKs say which attempt of how
+// many a request is: "attempt=1; max=3".
+const sdkRequest = "Amz-Sdk-Request"
+
+// willRetry reports whether an SDK says it may retry this request: not
+// when it is its last attempt (a place in line kept for a retry that
+// never comes would hold a token for nothing). An SDK that does not say
+// is taken to retry.
+func willRetry(h string) bool {
+	attempt, most := 0, 0
+	for part := range strings.SplitSeq(h, ";") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "attempt":
+			attempt = n
+		case "max":
+			most = n
+		}
+	}
+	return most == 0 || attempt < most
+}
 
 // admit runs QoS admission and installs the request's shaping.
 func (s *Server) admit(w http.ResponseWriter, req *request) error {
 	if s.qos == nil {
 		return nil
 	}
-	sh, err := s.qos.Admit(req.Context(), req.tenant, req.Method)
+	ctx := req.Context()
+	if id := req.Header.Get(invocationID); id != "" && len(id) <= 64 && willRetry(req.Header.Get(sdkRequest)) {
+		// The SDK's id of this call, the same on its retries: a call
+		// refused with SlowDown keeps its place in line for its retry.
+		ctx = admit.WithRetryKey(ctx, id)
+	}
+	sh, err := s.qos.Admit(ctx, req.tenant, req.Method)
 	if err != nil {
 		var ra interface{ RetryAfter() time.Duration }
 		if errors.As(err, &ra) {
-			secs := int(math.Ceil(ra.RetryAfter().Seconds()))
+			d := ra.RetryAfter()
+			secs := int(math.Ceil(d.Seconds()))
 			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+			// Milliseconds, which AWS SDKs (boto3's standard mode) wait
+			// before their retry; Retry-After's whole seconds would bunch
+			// the retries up.
+			w.Header().Set("X-Amz-Retry-After", strconv.FormatInt(max(int64(math.Ceil(float64(d)/float64(time.Millisecond))), 1), 10))
 			return &s3err.Error{Code: s3err.SlowDown, Bucket: req.target.bucket, Key: req.target.key, Err: err}
 		}
 		return s3err.Wrap(s3err.InternalError, err)

@@ -460,10 +460,11 @@ async function nodes(root) {
       for (const n of bw.nodes || []) for (const f of n.flows || []) {
         rows.push(h('tr', {}, h('td', {}, n.node), h('td', {}, f.tenant), h('td', {}, f.class), h('td', { class: 'num' }, bwRate(f.asked)), h('td', {}, f.source || '–'),
           h('td', { class: 'num' }, bwRate(f.served)), h('td', { class: 'num' }, String(f.active ?? f.streams ?? '–')),
-          h('td', { class: 'num' }, fmtNum(f.ops)), h('td', { class: 'num' }, fmtNum(f.rejected)), h('td', { class: 'num' }, fmtNum(f.waited_seconds, 2))));
+          h('td', {}, f.ops_rate ? `${fmtNum(f.ops_rate)}/s ${f.ops_source || ''}` : '–'),
+          h('td', { class: 'num' }, fmtNum(f.ops)), h('td', { class: 'num' }, fmtNum(f.queued ?? 0)), h('td', { class: 'num' }, fmtNum(f.rejected)), h('td', { class: 'num' }, fmtNum(f.waited_seconds, 2))));
       }
       clear(flowBox, table(['Node', 'Tenant', 'Class', { label: 'Asked', num: true }, 'Source', { label: 'Served', num: true }, { label: 'Active', num: true },
-        { label: 'Ops/s', num: true }, { label: 'SlowDown/s', num: true }, { label: 'Waited s', num: true }], rows, { label: 'Flows', empty: 'No flow.' }));
+        'Ops cap', { label: 'Ops/s', num: true }, { label: 'Queued/s', num: true }, { label: 'SlowDown/s', num: true }, { label: 'Waited s', num: true }], rows, { label: 'Flows', empty: 'No flow.' }));
     } catch (e) { clear(osBox, failure('Bandwidth view', e)); clear(flowBox); }
   }) : (clear(osBox, notAvailable('Bandwidth view (/v1/bw)', 'The QoS controller that reports asked and served bandwidth per node is not in this build.')), () => {});
   if (has(caps, '/nodes')) {

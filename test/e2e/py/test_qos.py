@@ -1,10 +1,11 @@
 """QoS operations limits with boto3 (issue 6).
 
 A tenant's SLO caps its operations per second (`ops`). Operations over it
-queue briefly in the gateway, then are refused with `503 SlowDown` and a
-`Retry-After` computed from the tenant's token bucket. boto3's standard
-retry mode treats SlowDown as throttling and retries: every call of a
-retrying client succeeds, and some needed retries.
+wait in line in the gateway (250 ms), then are refused with `503 SlowDown`
+and a `Retry-After` / `x-amz-retry-after` saying when their turn comes; an
+SDK call that will retry keeps its place in line (issue 25). boto3's
+standard retry mode treats SlowDown as throttling and retries: every call
+of a retrying client succeeds, and some needed retries.
 """
 
 import concurrent.futures
@@ -98,3 +99,63 @@ def test_slo_api_validation(server, tenant):
     with pytest.raises(urllib.error.HTTPError) as e:
         admin(server, "GET", f"/slos/{tenant['tenant']}")
     assert e.value.code == 404
+
+
+def test_ops_cap_default_boto3_sees_latency_not_failures(server, tenant, monkeypatch):
+    """Issue 25: with ops=20 and 16 threads, 20,220 SlowDowns came back in
+    15 s and boto3's default retries failed 99 of 408 calls. Now an
+    operation over the cap queues, and an SDK call refused keeps its place
+    in line with an x-amz-retry-after that brings its retry back on its
+    turn: every call of a client as boto3 makes it by default succeeds, at
+    most about one SlowDown per call, and the tenant runs at its cap."""
+    # boto3's defaults as a user gets them: no retry settings from the
+    # environment or a config file.
+    for var in ("AWS_RETRY_MODE", "AWS_MAX_ATTEMPTS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    s3 = boto3.client(
+        "s3", endpoint_url=server.endpoint, region_name=REGION,
+        aws_access_key_id=tenant["access_key"], aws_secret_access_key=tenant["secret_key"],
+        config=Config(s3={"addressing_style": "path"}, max_pool_connections=16))
+    bucket = "q-" + uuid.uuid4().hex[:12]
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x" * 100)
+    cap = 20
+    admin(server, "PUT", f"/slos/{tenant['tenant']}", {"ops": cap})
+    time.sleep(1)  # one QoS period: flows pick the new rate up
+
+    seconds, threads = 5, 16
+    deadline = time.monotonic() + seconds
+
+    def work(_):
+        ok = retries = 0
+        failures = []
+        while time.monotonic() < deadline:
+            try:
+                r = s3.head_object(Bucket=bucket, Key="k")
+                ok += 1
+                retries += r["ResponseMetadata"]["RetryAttempts"]
+            except ClientError as e:
+                failures.append(e)
+        return ok, retries, failures
+
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=threads) as pool:
+        results = list(pool.map(work, range(threads)))
+    elapsed = time.monotonic() - start
+    ok = sum(r[0] for r in results)
+    retries = sum(r[1] for r in results)
+    failures = [f for r in results for f in r[2]]
+    bw = admin(server, "GET", "/bw")
+    admin(server, "DELETE", f"/slos/{tenant['tenant']}")
+
+    assert not failures, f"{len(failures)} of {ok + len(failures)} calls failed: {failures[0]}"
+    assert retries > 0, "16 threads over ops=20/s never met a SlowDown"
+    # At most about one SlowDown per call (before: fifty).
+    assert retries <= 1.5 * ok, f"{retries} SlowDowns for {ok} calls"
+    # The cap holds, and is used (generous margins: a ratio, not a time).
+    rate = ok / elapsed
+    assert 0.5 * cap <= rate <= 1.5 * cap, f"{rate:.1f} calls/s under a cap of {cap}/s"
+    # The operator sees the cap and its refusals.
+    flows = [f for n in bw.get("nodes") or [] for f in n.get("flows") or [] if f["tenant"] == tenant["tenant"]]
+    assert any(abs(f.get("ops_rate", 0) - cap) < 0.5 for f in flows), f"no flow shows the ops cap: {bw}"
