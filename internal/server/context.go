@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/admit"
+	"github.com/facet-sds/facet/internal/control"
 	"github.com/facet-sds/facet/internal/controller"
 	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/meta"
@@ -40,8 +40,6 @@ type contextRuntime struct {
 	enforcer *flowctx.Enforcer
 	ctrl     string
 }
-
-var _ admin.ContextService = (*contextRuntime)(nil)
 
 // newContext builds the request classification; its rules are reloaded
 // from Start. limits are the classes' SLOs (API class records over
@@ -77,49 +75,10 @@ func (s *Server) newContext(ctx context.Context, opts ContextOptions, store *met
 	return &contextRuntime{store: store, registry: reg, enforcer: enf, ctrl: opts.Controller}, nil
 }
 
-func (c *contextRuntime) Rules(ctx context.Context, tenant string) (flowctx.Rules, error) {
-	if _, err := c.store.GetTenant(ctx, tenant); err != nil {
-		return flowctx.Rules{}, err
-	}
-	raw, err := c.store.ContextRules(ctx, tenant)
-	if errors.Is(err, meta.ErrContextRulesNotFound) {
-		return flowctx.Rules{}, fmt.Errorf("%w: %v", admin.ErrNoContextRules, err)
-	}
-	if err != nil {
-		return flowctx.Rules{}, err
-	}
-	return flowctx.ParseRules(raw)
+// api is the control API's request-class service.
+func (c *contextRuntime) api() admin.ContextService {
+	return control.NewContextRules(c.store, c.registry, c.enforcer)
 }
-
-func (c *contextRuntime) SetRules(ctx context.Context, tenant string, r flowctx.Rules) error {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	if err := c.store.SetContextRules(ctx, tenant, raw); err != nil {
-		return err
-	}
-	// This gateway applies them at once; the others at their next poll.
-	return c.registry.Reload(ctx)
-}
-
-func (c *contextRuntime) DeleteRules(ctx context.Context, tenant string) error {
-	if _, err := c.store.GetTenant(ctx, tenant); err != nil {
-		return err
-	}
-	err := c.store.DeleteContextRules(ctx, tenant)
-	if errors.Is(err, meta.ErrContextRulesNotFound) {
-		return fmt.Errorf("%w: %v", admin.ErrNoContextRules, err)
-	}
-	if err != nil {
-		return err
-	}
-	return c.registry.Reload(ctx)
-}
-
-func (c *contextRuntime) Flows() []flowctx.FlowStats { return c.enforcer.Flows() }
-
-func (c *contextRuntime) Controller() string { return c.ctrl }
 
 // supervised adds the class controller to the supervisor, so that it is
 // restarted if it fails and listed with the other controllers
