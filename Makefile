@@ -7,6 +7,13 @@ PY_REQS   := test/e2e/py/requirements.txt
 # Fuzzing time per target: short inside `make test`, longer for `make fuzz`.
 TEST_FUZZTIME ?= 10s
 FUZZTIME      ?= 1m
+# What `facet version` says (internal/buildinfo); a build without them (go
+# build, go install) falls back on the toolchain's VCS stamp.
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+BUILDINFO  := github.com/facet-sds/facet/internal/buildinfo
+LDFLAGS    := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(BUILD_DATE)
 
 # The steps of `make test` run in the order written, never side by side.
 .NOTPARALLEL:
@@ -15,7 +22,7 @@ FUZZTIME      ?= 1m
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/facet
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/facet
 
 run: build
 	./scripts/run.sh

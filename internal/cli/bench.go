@@ -21,13 +21,19 @@ import (
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure Facet against what it replaces, in the same run",
+		Short: "Measure what Facet delivers and costs on this machine, each against a baseline in the same run",
+		Long: `Measure what Facet delivers and costs on this machine. Each benchmark runs Facet and a
+baseline (the same store without Facet's layer, another server, Facet with the feature off) in the
+same run and prints both, with their ratio.
+
+What each benchmark reproduces, the published figures it is compared with, and the results recorded
+so far are in docs/benchmarks/ (one page per subject; docs/benchmarks.md is the index).`,
 	}
 	var dir string
 	var quick bool
 	spine := &cobra.Command{
 		Use:   "spine",
-		Short: "PUT/GET through facet serve (HTTP, SigV4) vs the embedded store in-process",
+		Short: "What the S3 front end costs: PUT/GET through facet serve (HTTP, signed requests) vs the same store called in-process",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				d, err := os.MkdirTemp("", "facet-bench-*")
@@ -414,7 +420,7 @@ func newBenchTraceCommand() *cobra.Command {
 	)
 	synth := &cobra.Command{
 		Use:   "synth",
-		Short: "Write a synthetic trace shaped like the sources' Idiada or Arctur workloads",
+		Short: "Write a synthetic trace: a write-heavy document store (idiada) or a read-heavy web site (arctur)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Tenants = strings.Split(tenants, ",")
 			recs, err := bench.Synthesize(o)
@@ -422,14 +428,14 @@ func newBenchTraceCommand() *cobra.Command {
 				return err
 			}
 			comment := fmt.Sprintf("synthetic %s trace: facet bench trace synth --kind %s --tenants %s --duration %s --rate %g --seed %d\n"+
-				"shape after seeds/001: %s", o.Kind, o.Kind, tenants, o.Duration, o.Rate, o.Seed, map[string]string{
+				"shape: %s", o.Kind, o.Kind, tenants, o.Duration, o.Rate, o.Seed, map[string]string{
 				"idiada": "write-dominated documents (~80% of bytes written), mean object 0.91 MB",
 				"arctur": "read-dominated web objects (>99.9% of bytes read), mean object 0.28 MB, Zipf popularity",
 			}[o.Kind])
 			return toOutput(cmd, out, func(w io.Writer) error { return bench.WriteTrace(w, comment, recs) })
 		},
 	}
-	synth.Flags().StringVar(&o.Kind, "kind", "idiada", "idiada or arctur")
+	synth.Flags().StringVar(&o.Kind, "kind", "idiada", "idiada (write-heavy documents, ~80% of bytes written) or arctur (read-heavy web objects, popular ones read most)")
 	synth.Flags().StringVar(&tenants, "tenants", "t1", "comma-separated tenant names, one independent stream each")
 	synth.Flags().DurationVar(&o.Duration, "duration", 5*time.Minute, "trace length")
 	synth.Flags().Float64Var(&o.Rate, "rate", 0, "mean ops/s per tenant (default: idiada 2, arctur 8)")

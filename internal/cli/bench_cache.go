@@ -15,7 +15,15 @@ func newBenchCacheCommand() *cobra.Command {
 	o := bench.DefaultCacheOptions()
 	cmd := &cobra.Command{
 		Use:   "cache",
-		Short: "The caching filter over versitygw: Fig. 5 (dynamic caching, oscillating 1 MiB GETs), the Arctur-like trace with and without caching, PUT admission overhead",
+		Short: "Object cache: how much faster repeated GETs from a slower store (versitygw) are with the caching filter, when a policy turns it on and off with the load, and what it adds to PUTs",
+		Long: `Object cache: how much faster GETs through Facet in front of a slower object store (versitygw)
+are with the caching filter than without, in three workloads:
+  - a GET rate that rises and falls, under a policy that caches only while the rate is high
+    (latency while caching vs not);
+  - a replayed read-heavy web-site trace, with a cold and then a warm cache;
+  - PUTs into a cached bucket vs an uncached one (what deciding to cache costs a write).
+
+The experiments and the published figures they are compared with: docs/benchmarks/caching.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := os.MkdirTemp("", "facet-bench-*")
 			if err != nil {
@@ -38,7 +46,7 @@ func newBenchCacheCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.BoolVar(&quick, "quick", false, "small run, for smoke tests")
-	f.StringVar(&o.Trace, "trace", o.Trace, "the Arctur-like read trace")
+	f.StringVar(&o.Trace, "trace", o.Trace, "the read-heavy trace to replay (CSV; facet bench trace synth --kind arctur writes one)")
 	f.IntVar(&o.Cycles, "cycles", o.Cycles, "low/high cycles of the oscillating workload")
 	f.DurationVar(&o.Phase, "phase", o.Phase, "length of each low and high phase")
 	f.Float64Var(&o.LowRate, "low", o.LowRate, "GETs/s of the low phases (below the policy's 5)")

@@ -14,7 +14,13 @@ func newBenchMetricsCommand() *cobra.Command {
 	var quick bool
 	cmd := &cobra.Command{
 		Use:   "metrics",
-		Short: "Workload metrics: 4 KiB PUT/GET through facet serve with metrics on vs off, and bus traffic per period vs Crystal's model O = W·s·(2N+C)",
+		Short: "Workload metrics: what measuring requests costs small (4 KiB) PUTs and GETs (on vs off), and how many bytes the metrics send over the bus per period, against what the design predicts",
+		Long: `Workload metrics (what dynamic policies and QoS controllers read): what measuring every request
+costs 4 KiB PUTs and GETs through facet serve (metrics on vs --no-workload-metrics), and the bus
+traffic per period with several nodes and controllers, against the expected size (one sample per
+metric per node per period, fanned out to the aggregator and the controllers).
+
+The model and recorded results: docs/benchmarks/metrics.md and docs/bus.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := os.MkdirTemp("", "facet-bench-*")
 			if err != nil {

@@ -14,7 +14,7 @@ func newBenchPipelineCommand() *cobra.Command {
 	var quick bool
 	cmd := &cobra.Command{
 		Use:   "pipeline",
-		Short: "PUT/GET through facet serve into a bucket with no filter vs one running noop (and zstd, encryption)",
+		Short: "What a filter costs: PUT/GET through facet serve into a bucket without filters vs with a no-op filter, compression or encryption",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := os.MkdirTemp("", "facet-bench-*")
 			if err != nil {

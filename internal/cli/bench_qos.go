@@ -22,7 +22,14 @@ func newBenchQoSCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "qos",
-		Short: "Bandwidth differentiation across two gateways (Table 9.4a style): per-tenant MB/s under SLO settings, accuracy, convergence, utilisation, Jain's index; shaping cost vs --qos-off",
+		Short: "QoS: how closely two gateways give each tenant the bandwidth its SLO asks for (MB/s per tenant, error, time to settle, capacity used, fairness), and what shaping costs when nothing is limited",
+		Long: `QoS across a fleet: two facet serve processes, three tenants GETting through both, SLOs that change
+every few seconds. Printed per phase: each tenant's MB/s against the share the model gives it, the
+error, how long the shares take to settle after a change, how much of the configured capacity is
+used, and how evenly spare bandwidth is shared (Jain's fairness index, 1 = perfectly even). Then
+what shaping costs a request when no tenant is limited (QoS on vs --qos-off).
+
+The setup, the model and the recorded results: docs/benchmarks/qos.md and docs/qos.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := os.MkdirTemp("", "facet-bench-qos-*")
 			if err != nil {

@@ -13,7 +13,7 @@ func newBenchWasmCommand() *cobra.Command {
 	var modules string
 	cmd := &cobra.Command{
 		Use:   "wasm",
-		Short: "1 MiB PUT/GET through facet serve: no filter vs native noop vs WASM noops (1, 2, 4; Go and Rust); instance start; WASM xor vs native Go",
+		Short: "What WASM filters cost: 1 MiB PUT/GET with no filter, a built-in no-op filter, and 1, 2 or 4 WASM no-op filters (Go and Rust); module start-up; a WASM filter vs the same one built in",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := os.MkdirTemp("", "facet-bench-*")
 			if err != nil {

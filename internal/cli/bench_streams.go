@@ -19,7 +19,7 @@ func newBenchStreamsCommand() *cobra.Command {
 	var sizeMiB int64
 	cmd := &cobra.Command{
 		Use:   "streams",
-		Short: "Concurrent large GET streams from the disk: one OS thread per stream vs a round-robin pool (per-stream bandwidth, Jain's index), and the cost of request classification",
+		Short: "Many large GETs at once from one disk: a thread per stream vs a shared pool of threads (bandwidth per stream, how evenly it is shared), and what classifying requests costs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range strings.Split(conc, ",") {

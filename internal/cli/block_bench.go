@@ -17,7 +17,7 @@ func newBenchNBDCommand() *cobra.Command {
 	var size, cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "nbd",
-		Short: "Block storage: fio through Facet's NBD server vs nbdkit's file plugin, the 4-volume throttle experiment, filter costs, TLS-PSK cost",
+		Short: "Block storage: fio through Facet's NBD server vs a plain one (nbdkit), how well per-volume limits hold with 4 busy volumes, and what block filters and TLS cost",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Dir == "" {
 				d, err := os.MkdirTemp("", "facet-bench-nbd-")

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/facet-sds/facet/internal/buildinfo"
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/obs"
@@ -47,6 +48,8 @@ type Config struct {
 	Policies VersionSource
 	// Logger receives exposition errors; nil discards them.
 	Logger *slog.Logger
+	// Build is exposed as facet_build_info; zero: the running binary's.
+	Build buildinfo.Info
 }
 
 // unknown is the label value for what a request did not get to tell.
@@ -140,6 +143,15 @@ func New(cfg Config) *Exporter {
 		Help: "Restarts of supervised controllers after a failure or panic.",
 	}, []string{"controller"})
 	e.filterFails = newFilterFailures()
+	build := cfg.Build
+	if build == (buildinfo.Info{}) {
+		build = buildinfo.Get()
+	}
+	e.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "facet_build_info",
+		Help:        "Always 1; its labels say which Facet build this instance runs (facet version).",
+		ConstLabels: prometheus.Labels{"version": build.Version, "commit": build.Commit, "goversion": build.GoVersion},
+	}, func() float64 { return 1 }))
 	e.reg.MustRegister(e.requests, e.bytes, e.duration, e.active, e.filterSeconds, e.filterBytes, e.throttled, e.restarts, e.filterFails,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Policies != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/buildinfo"
 	"github.com/facet-sds/facet/internal/dataplane"
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/filter/builtin"
@@ -458,4 +459,15 @@ func TestErrorClasses(t *testing.T) {
 			}
 		}
 	}
+}
+
+// facet_build_info names the build, at 1, as Prometheus' convention has
+// it; by default the running binary's.
+func TestBuildInfo(t *testing.T) {
+	b := buildinfo.Info{Version: "v9.8.7", Commit: "abc123", GoVersion: "go1.99", Date: "2026-11-27T00:00:00Z"}
+	g := newGateway(t, Config{Build: b}, nil)
+	parse(t, g.scrape(t)).want(t, 1, "facet_build_info", "version=v9.8.7", "commit=abc123", "goversion=go1.99")
+	own := buildinfo.Get()
+	g = newGateway(t, Config{}, nil)
+	parse(t, g.scrape(t)).want(t, 1, "facet_build_info", "version="+own.Version, "commit="+own.Commit, "goversion="+own.GoVersion)
 }

@@ -16,15 +16,19 @@
 package ui
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"embed"
+	"fmt"
+	"html"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/facet-sds/facet/internal/buildinfo"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/metrics"
 	"github.com/facet-sds/facet/internal/s3api/sigv4"
@@ -72,6 +76,8 @@ type Config struct {
 	SessionIdle, SessionMax time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Build is shown in every page's footer; zero: the running binary's.
+	Build buildinfo.Info
 }
 
 // UI is the dashboard. Handler serves it and, for every other path, the
@@ -87,6 +93,8 @@ type UI struct {
 	logins    *loginLimiter
 	live      *live
 	static    http.Handler
+	// index is the one document, with the build in its footer.
+	index []byte
 	// verifier authenticates tenants' signed API calls (signed.go).
 	verifier *sigv4.Verifier
 }
@@ -119,6 +127,16 @@ func New(cfg Config) *UI {
 		panic(err) // the embedded tree is fixed at build time
 	}
 	u.static = http.FileServerFS(sub)
+	build := cfg.Build
+	if build == (buildinfo.Info{}) {
+		build = buildinfo.Get()
+	}
+	index, err := fs.ReadFile(sub, "index.html")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	footer := html.EscapeString(fmt.Sprintf("Facet %s · commit %s · %s · built %s", build.Version, shortCommit(build.Commit), build.GoVersion, build.Date))
+	u.index = bytes.Replace(index, []byte("<!--build-->"), []byte(footer), 1)
 	u.apiToken = cfg.Token
 	u.verifier = newVerifier(cfg.Store)
 	return u
@@ -152,6 +170,18 @@ func (u *UI) Handler() http.Handler {
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
+// shortCommit is a commit as git abbreviates it, keeping "-dirty".
+func shortCommit(c string) string {
+	rev, dirty, _ := strings.Cut(c, "-")
+	if len(rev) == 40 {
+		rev = rev[:12]
+	}
+	if dirty != "" {
+		return rev + "-" + dirty
+	}
+	return rev
+}
+
 func (u *UI) serveUI(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
@@ -174,8 +204,10 @@ func (u *UI) serveUI(w http.ResponseWriter, r *http.Request) {
 	*r2 = *r
 	u2 := *r.URL
 	u2.Path, u2.RawPath = rest, ""
-	if rest == "/" || rest == "" || !strings.Contains(rest[1:], ".") {
-		u2.Path = "/"
+	if rest == "/" || rest == "" || !strings.Contains(rest[1:], ".") || rest == "/index.html" {
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		http.ServeContent(w, r, "index.html", time.Time{}, bytes.NewReader(u.index))
+		return
 	}
 	r2.URL = &u2
 	u.static.ServeHTTP(w, r2)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/buildinfo"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/metrics"
 )
@@ -647,5 +648,26 @@ func TestTooManyStreams(t *testing.T) {
 	f.ui.live.mu.Unlock()
 	if st, _ := f.admin().get("/ui/api/events"); st != http.StatusServiceUnavailable {
 		t.Errorf("stream over the limit: %d", st)
+	}
+}
+
+// Every page's footer says which build serves it, escaped.
+func TestFooterShowsTheBuild(t *testing.T) {
+	u := New(Config{Build: buildinfo.Info{Version: "v1.2.3<x>", Commit: "0123456789abcdef0123456789abcdef01234567-dirty", GoVersion: "go1.99", Date: "2026-11-27T00:00:00Z"}})
+	for _, p := range []string{"/ui/", "/ui/policies", "/ui/index.html"} {
+		rec := httptest.NewRecorder()
+		u.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
+		body := rec.Body.String()
+		if rec.Code != http.StatusOK || !strings.Contains(body, `<footer class="build">Facet v1.2.3&lt;x&gt; · commit 0123456789ab-dirty · go1.99 · built 2026-11-27T00:00:00Z</footer>`) {
+			t.Errorf("%s: %d %s", p, rec.Code, body)
+		}
+		if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+			t.Errorf("%s: Content-Type %q", p, ct)
+		}
+	}
+	rec := httptest.NewRecorder()
+	u.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ui/app.css", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "footer.build") {
+		t.Errorf("app.css: %d", rec.Code)
 	}
 }
