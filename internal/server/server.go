@@ -233,6 +233,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		err = fmt.Errorf("unknown role %q", opts.Role)
 	}
 	if err != nil {
+		for _, stop := range s.stops { // nothing was started: they close listeners
+			_ = stop()
+		}
 		s.cancel()
 		s.closeAll()
 		return nil, err
