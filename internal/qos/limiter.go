@@ -212,7 +212,8 @@ const MaxTickets = 4096
 //     retries (admit.RetryKey, an SDK's invocation id) takes its place in
 //     line all the same, up to OpsLine ahead, and is refused at once with
 //     a Retry-After that brings its retry back when its token is due: the
-//     retry, under the same key, is admitted then. Without the place, a
+//     retry, under the same key, is admitted then (waiting for its turn
+//     if it comes back early). Without the place, a
 //     retry would meet the line full again of operations that never left
 //     it (each admitted client's next request takes the place it left),
 //     and fail;
@@ -224,15 +225,12 @@ func (l *Limiter) takeOp(ctx context.Context, f *flow) error {
 	q := l.cfg.OpsQueue
 	key := admit.RetryKey(ctx)
 	if key != "" {
-		if due, ok := f.ticket(key); ok {
-			wait := due.Sub(l.cfg.Now())
-			if wait > q {
-				// Back early: the place is kept.
-				f.rejected.Add(1)
-				return &SlowDownError{Flow: l.id(f.key), After: wait}
-			}
-			f.dropTicket(key)
-			return l.queue(ctx, f, wait)
+		if due, ok := f.takeTicket(key); ok {
+			// Its place: at once when it is back late, else it waits for
+			// its turn (an SDK that does not read x-amz-retry-after comes
+			// back at a random time; refused again, its last attempt
+			// would fail).
+			return l.queue(ctx, f, due.Sub(l.cfg.Now()))
 		}
 	}
 	wait, ok := f.ops.Reserve(1, q)
@@ -274,18 +272,13 @@ func (l *Limiter) queue(ctx context.Context, f *flow, wait time.Duration) error 
 	return nil
 }
 
-// ticket returns the place in line key holds.
-func (f *flow) ticket(key string) (time.Time, bool) {
+// takeTicket returns and forgets the place in line key holds.
+func (f *flow) takeTicket(key string) (time.Time, bool) {
 	f.tmu.Lock()
 	defer f.tmu.Unlock()
 	due, ok := f.tickets[key]
-	return due, ok
-}
-
-func (f *flow) dropTicket(key string) {
-	f.tmu.Lock()
 	delete(f.tickets, key)
-	f.tmu.Unlock()
+	return due, ok
 }
 
 // hold takes a token for key up to line ahead and remembers when it is
