@@ -73,6 +73,7 @@ type Limiter struct {
 	assigner   string              // the controller instance that sent it
 	seq        uint64
 	lastReport time.Time
+	background atomic.Uint64 // numbers background operations' retry keys
 }
 
 type flowKey struct {
@@ -163,6 +164,9 @@ func (e *SlowDownError) RetryAfter() time.Duration { return e.After }
 // background class, waiting out SlowDown rather than failing: background
 // work is paced by its flow, never refused.
 func (l *Limiter) AdmitBackground(ctx context.Context, tenant string) (*Stream, error) {
+	// A retry key of its own keeps the operation's place in line between
+	// its tries, as an SDK's calls do.
+	ctx = admit.WithRetryKey(ctx, fmt.Sprintf("facet-background-%d", l.background.Add(1)))
 	for {
 		st, err := l.Admit(ctx, tenant, ClassBackground)
 		var sd *SlowDownError

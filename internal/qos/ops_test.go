@@ -257,3 +257,33 @@ func TestRetryKeepsItsPlace(t *testing.T) {
 		t.Fatalf("in line %d after the grace, want 0", rep.Flows[0].InLine)
 	}
 }
+
+// Background work over its operations cap is paced, never refused: its
+// operations keep their place in line between tries like an SDK's calls,
+// and take their turns at the cap's rate.
+func TestBackgroundKeepsItsPlace(t *testing.T) {
+	l := NewLimiter(LimiterConfig{Node: "n1", SLOs: SLOMap{"t1": {Ops: 20}}, OpsQueue: 10 * time.Millisecond})
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := l.AdmitBackground(context.Background(), "t1")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			st.Done()
+		}()
+	}
+	wg.Wait()
+	// One at once, five 50 ms apart: a lower bound only.
+	if el := time.Since(start); el < 240*time.Millisecond {
+		t.Fatalf("6 operations at 20/s in %v", el)
+	}
+	rep := l.Report()
+	if len(rep.Flows) != 1 || rep.Flows[0].Rejected == 0 || rep.Flows[0].InLine != 0 {
+		t.Fatalf("report %+v: want refusals that kept and took their places", rep.Flows)
+	}
+}
