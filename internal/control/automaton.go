@@ -90,11 +90,25 @@ type automaton struct {
 	start  time.Time
 	latest map[string]map[string]reading // target, metric
 
+	// automatonState is what decide reads and returns: the automaton
+	// holds it between evaluations, decide keeps none.
+	automatonState
+}
+
+// automatonState is an automaton's state between evaluations.
+type automatonState struct {
 	active   bool
 	quiet    int // consecutive false periods while active (TRANSIENT)
 	lastEval time.Time
 	reason   string // why it is in its state: the last switch, or the stored reason
 	note     string // what the last evaluation saw, when it changed nothing
+}
+
+// targetView is one target's metric values as an evaluation sees them.
+type targetView struct {
+	target  string
+	value   func(string) (float64, bool)
+	missing bool // a value the trigger names is missing and may yet come
 }
 
 type reading struct {
@@ -111,7 +125,8 @@ const (
 )
 
 func newAutomaton(spec automatonSpec, active bool, reason string, now time.Time, stale time.Duration) *automaton {
-	return &automaton{spec: spec, stale: stale, start: now, latest: map[string]map[string]reading{}, active: active, reason: reason}
+	return &automaton{spec: spec, stale: stale, start: now, latest: map[string]map[string]reading{},
+		automatonState: automatonState{active: active, reason: reason}}
 }
 
 func (a *automaton) observe(v Value, now time.Time) {
@@ -147,56 +162,68 @@ func (a *automaton) lookup(target string, now time.Time, healthy bool) (func(str
 // (hold-down counts periods, not values). It reports whether the
 // activation changed.
 func (a *automaton) evaluate(now time.Time, tick, healthy bool) bool {
-	a.lastEval = now
-	out, where, desc := verdictFalse, "", ""
+	views := make([]targetView, 0, len(a.spec.targets))
 	for _, t := range a.spec.targets {
 		value, missing := a.lookup(t, now, healthy)
-		d := describe(a.spec.trigger, value)
-		if policy.EvalMetrics(a.spec.trigger, value) {
-			out, where, desc = verdictTrue, t, d
+		views = append(views, targetView{target: t, value: value, missing: missing})
+	}
+	next, switched := decide(a.spec, a.automatonState, views, now, tick)
+	a.automatonState = next
+	return switched
+}
+
+// decide is the automaton's pure function: from its state, the targets'
+// values and the time, the next state and whether the policy switched.
+func decide(spec automatonSpec, st automatonState, views []targetView, now time.Time, tick bool) (automatonState, bool) {
+	st.lastEval = now
+	out, where, desc := verdictFalse, "", ""
+	for _, v := range views {
+		d := describe(spec.trigger, v.value)
+		if policy.EvalMetrics(spec.trigger, v.value) {
+			out, where, desc = verdictTrue, v.target, d
 			break
 		}
-		if missing {
+		if v.missing {
 			out = verdictUnknown
 		}
 		if where == "" {
-			where, desc = t, d
+			where, desc = v.target, d
 		}
 	}
 	stamp := now.UTC().Format(time.RFC3339)
 	switch {
-	case len(a.spec.targets) == 0:
-		a.note = "no metric target: the policy's targets have no tenant or bucket to measure"
-		return false
+	case len(spec.targets) == 0:
+		st.note = "no metric target: the policy's targets have no tenant or bucket to measure"
+		return st, false
 	case out == verdictTrue:
-		a.quiet = 0
-		if !a.active {
-			a.active = true
-			a.reason = fmt.Sprintf("%s on %s at %s", desc, where, stamp)
-			a.note = ""
-			return true
+		st.quiet = 0
+		if !st.active {
+			st.active = true
+			st.reason = fmt.Sprintf("%s on %s at %s", desc, where, stamp)
+			st.note = ""
+			return st, true
 		}
-		a.note = fmt.Sprintf("holds: %s on %s", desc, where)
+		st.note = fmt.Sprintf("holds: %s on %s", desc, where)
 	case out == verdictUnknown:
-		a.note = "waiting for metric values"
-	case a.active && a.spec.transient:
+		st.note = "waiting for metric values"
+	case st.active && spec.transient:
 		if tick {
-			a.quiet++
+			st.quiet++
 		}
-		if a.quiet >= a.spec.holdDown {
-			a.active, a.quiet = false, 0
-			a.reason = fmt.Sprintf("deactivated at %s: the trigger did not hold for %d periods (%s on %s)",
-				stamp, a.spec.holdDown, desc, where)
-			a.note = ""
-			return true
+		if st.quiet >= spec.holdDown {
+			st.active, st.quiet = false, 0
+			st.reason = fmt.Sprintf("deactivated at %s: the trigger did not hold for %d periods (%s on %s)",
+				stamp, spec.holdDown, desc, where)
+			st.note = ""
+			return st, true
 		}
-		a.note = fmt.Sprintf("the trigger has not held for %d of %d periods (%s on %s)", a.quiet, a.spec.holdDown, desc, where)
-	case a.active:
-		a.note = "PERSISTENT: stays active"
+		st.note = fmt.Sprintf("the trigger has not held for %d of %d periods (%s on %s)", st.quiet, spec.holdDown, desc, where)
+	case st.active:
+		st.note = "PERSISTENT: stays active"
 	default:
-		a.note = fmt.Sprintf("does not hold: %s on %s", desc, where)
+		st.note = fmt.Sprintf("does not hold: %s on %s", desc, where)
 	}
-	return false
+	return st, false
 }
 
 // describe renders a trigger with the values it was evaluated on:
