@@ -15,11 +15,13 @@ type ControllerSource interface {
 // ControllerStatus describes one supervised controller.
 type ControllerStatus struct {
 	ID string `json:"id"`
-	// Kind is automation (compiled from a dynamic policy) or global.
+	// Kind is automation (compiled from a dynamic policy), global, or
+	// external (another process, listed by its heartbeats).
 	Kind string `json:"kind"`
 	// Policy is the policy an automation controller runs.
 	Policy string `json:"policy,omitempty"`
-	// State is running, or backoff after repeated failures.
+	// State is running, backoff after repeated failures, or disabled
+	// (serve --disable-controller).
 	State string `json:"state"`
 	// Active is true while the controller's output is in force: for an
 	// automation controller, its policy is activated.
@@ -30,6 +32,10 @@ type ControllerStatus struct {
 	LastFailure string `json:"last_failure,omitempty"`
 	// LastEvaluation is when the controller last evaluated.
 	LastEvaluation *time.Time `json:"last_evaluation,omitempty"`
+	// Instance and LastSeen are an external controller's: the run that
+	// sent its last heartbeat, and when it arrived.
+	Instance string     `json:"instance,omitempty"`
+	LastSeen *time.Time `json:"last_seen,omitempty"`
 	// Targets are the metric targets it follows ("tenant:t1", "bucket:t1/b1").
 	Targets []string `json:"targets,omitempty"`
 	// Values are the latest metric values it evaluated.

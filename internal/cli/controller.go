@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/server"
@@ -26,6 +28,9 @@ func newControllerCommand() *cobra.Command {
 		Short: "Run the automation controllers of a fleet (one active instance, elected by a lease in the metadata store)",
 		RunE: roleRun(&configPath, &logLevel, func(cmd *cobra.Command, logger *slog.Logger) error {
 			opts.Role = server.RoleController
+			if err := server.CheckDisabledControllers(opts.DisabledControllers); err != nil {
+				return err
+			}
 			// The controller role's listener drains for 5 s (it has no
 			// --shutdown-timeout flag).
 			opts.ShutdownTimeout = 5 * time.Second
@@ -44,7 +49,14 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&opts.AdminToken, "admin-token", "", "bearer token for GET /v1/controllers; prefer FACET_ADMIN_TOKEN")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	qosFlags(f, &opts.QoS, false)
+	disableControllerFlag(f, &opts.DisabledControllers)
 	return cmd
+}
+
+// disableControllerFlag is --disable-controller, of serve and controller.
+func disableControllerFlag(f *pflag.FlagSet, names *[]string) {
+	f.StringSliceVar(names, "disable-controller", nil, "do not run the built-in controller `NAME` (repeatable, or comma-separated): "+
+		strings.Join(server.BuiltinControllers(), ", ")+"; e.g. bandwidth when an out-of-process controller assigns the bandwidth shares (docs/controllers.md)")
 }
 
 // jsonLogger is the JSON logger of every long-running command. Durations

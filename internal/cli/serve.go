@@ -23,6 +23,9 @@ func newServeCommand() *cobra.Command {
 			opts.Out = cmd.OutOrStdout()
 			blockOptional(cmd, &opts.Block)
 			opts.NoControllers = !controllers
+			if err := server.CheckDisabledControllers(opts.DisabledControllers); err != nil {
+				return err
+			}
 			return server.Run(cmd.Context(), opts, logger)
 		}),
 	}
@@ -34,6 +37,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&opts.BusURL, "bus", "", "NATS bus to join (nats://host:4222, comma-separated for a cluster, e.g. a facet bus); empty embeds one in the process")
 	f.StringVar(&opts.BusListen, "bus-listen", "", "let the embedded bus accept connections on this address (other gateways, out-of-process controllers); empty opens no port")
 	f.BoolVar(&controllers, "controllers", true, "run the automation controllers here; false in a fleet whose controllers run as the facet controller command")
+	disableControllerFlag(f, &opts.DisabledControllers)
 	f.StringVar(&opts.BackendURL, "backend", "", "remote S3-compatible object store: s3://ACCESS:SECRET@host:port/bucket[/prefix]?region=..&tls=false (credentials also from FACET_BACKEND_ACCESS_KEY/FACET_BACKEND_SECRET_KEY); empty keeps objects in the data directory")
 	f.StringVar(&opts.IOModel, "io-model", "per-stream", "how the embedded backend reads objects for GETs: per-stream (one OS thread per large stream, the kernel's I/O scheduler sees each stream) or pool (a fixed pool dispatching chunks round-robin, for comparison)")
 	f.BoolVar(&opts.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks only: acknowledged writes may be lost on power failure)")

@@ -27,6 +27,10 @@ func (c controllerSource) Controllers(context.Context) ([]admin.ControllerStatus
 			t := st.LastEval.UTC()
 			cs.LastEvaluation = &t
 		}
+		if !st.LastSeen.IsZero() {
+			t := st.LastSeen.UTC()
+			cs.Instance, cs.LastSeen = st.Instance, &t
+		}
 		for _, v := range st.Values {
 			cs.Values = append(cs.Values, admin.ControllerValue{Target: v.Target, Metric: v.Metric, Value: v.Value, Period: v.Period.UTC()})
 		}

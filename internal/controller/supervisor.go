@@ -97,6 +97,10 @@ type Status struct {
 	Restarts int
 	// LastFailure is the failure that caused the last restart.
 	LastFailure string
+	// Instance and LastSeen are an external controller's: its run, and
+	// when its last heartbeat arrived.
+	Instance string
+	LastSeen time.Time
 	Report
 }
 
@@ -116,6 +120,17 @@ type Config struct {
 	// Observer, when set, hears of controllers starting, restarting and
 	// being removed (the Prometheus exporter counts restarts).
 	Observer Observer
+	// Disabled names built-in controllers not to run: a name disables the
+	// controller of that id and those under it ("automation" disables
+	// "automation/p7" and the reconciler that starts them). Add and
+	// Supervise skip them, and Status lists them as disabled.
+	Disabled []string
+	// Heartbeats, when set, is the bus Serve hears out-of-process
+	// controllers' heartbeats on; Status lists those it heard within
+	// MissedHeartbeats of their interval, as KindExternal.
+	Heartbeats Subscriber
+	// Clock dates heartbeats (default SystemClock).
+	Clock Clock
 }
 
 // Observer hears of the controllers' lives.
@@ -131,8 +146,10 @@ type Supervisor struct {
 	log  *slog.Logger
 	root *suture.Supervisor
 
-	mu      sync.Mutex
-	entries map[string]*entry
+	mu       sync.Mutex
+	entries  map[string]*entry
+	disabled map[string]Kind // ids Add or Supervise skipped (Config.Disabled)
+	ext      externals
 }
 
 // entry is one supervised controller.
@@ -172,7 +189,10 @@ func NewSupervisor(cfg Config) *Supervisor {
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = 10 * time.Second
 	}
-	s := &Supervisor{cfg: cfg, log: cfg.Logger, entries: map[string]*entry{}}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	s := &Supervisor{cfg: cfg, log: cfg.Logger, entries: map[string]*entry{}, disabled: map[string]Kind{}}
 	s.root = suture.New("controllers", suture.Spec{
 		EventHook: func(e suture.Event) { s.log.Warn("controller supervisor", "event", e.String()) },
 		Timeout:   cfg.StopTimeout,
@@ -182,6 +202,23 @@ func NewSupervisor(cfg Config) *Supervisor {
 
 // Serve runs the controllers until ctx ends, then stops them.
 func (s *Supervisor) Serve(ctx context.Context) error {
+	if s.cfg.Heartbeats != nil {
+		sub, err := s.cfg.Heartbeats.Subscribe(HeartbeatPattern, func(_ string, data []byte) {
+			hb, err := DecodeHeartbeat(data)
+			if err != nil {
+				s.log.Warn("controller heartbeat refused", "err", err)
+				return
+			}
+			s.ext.observe(hb, s.cfg.Clock.Now())
+		})
+		if err != nil {
+			// External controllers then go unlisted; the built-in
+			// ones run all the same.
+			s.log.Warn("external controllers are not listed: no heartbeat subscription", "err", err)
+		} else {
+			defer func() { _ = sub.Unsubscribe() }()
+		}
+	}
 	err := s.root.Serve(ctx)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil
@@ -196,6 +233,13 @@ func (s *Supervisor) Add(id string, kind Kind, policy string, svc Service) error
 	defer s.mu.Unlock()
 	if _, ok := s.entries[id]; ok {
 		return fmt.Errorf("%w: %s", ErrExists, id)
+	}
+	if s.isDisabled(id) {
+		if _, ok := s.disabled[id]; !ok {
+			s.log.Info("controller disabled", "controller", id)
+		}
+		s.disabled[id] = kind
+		return nil
 	}
 	e := &entry{id: id, policy: policy, kind: kind, svc: svc, state: StateRunning}
 	e.token = s.root.Add(&isolated{s: s, e: e})
@@ -212,6 +256,16 @@ func (s *Supervisor) Add(id string, kind Kind, policy string, svc Service) error
 // it is the supervisor's own machinery, such as the automation reconciler
 // that adds and removes the listed controllers.
 func (s *Supervisor) Supervise(name string, svc Service) {
+	s.mu.Lock()
+	off := s.isDisabled(name)
+	if off {
+		s.disabled[name] = KindAutomation
+	}
+	s.mu.Unlock()
+	if off {
+		s.log.Info("controller disabled", "controller", name)
+		return
+	}
 	s.root.Add(named{name, svc})
 	s.log.Debug("supervising", "service", name)
 }
@@ -247,15 +301,32 @@ func (s *Supervisor) IDs() []string {
 	return ids
 }
 
-// Status describes every supervised controller, sorted by id.
+// isDisabled reports whether Config.Disabled names id or an id above it.
+func (s *Supervisor) isDisabled(id string) bool {
+	return slices.ContainsFunc(s.cfg.Disabled, func(n string) bool { return id == n || strings.HasPrefix(id, n+"/") })
+}
+
+// Status describes every supervised controller, the disabled ones and
+// the external ones heard from, sorted by id.
 func (s *Supervisor) Status() []Status {
 	s.mu.Lock()
 	es := make([]*entry, 0, len(s.entries))
 	for _, e := range s.entries {
 		es = append(es, e)
 	}
+	out := make([]Status, 0, len(es)+len(s.disabled))
+	for id, kind := range s.disabled {
+		out = append(out, Status{ID: id, Kind: kind, State: StateDisabled,
+			Report: Report{Reason: "disabled by --disable-controller " + s.disabledBy(id)}})
+	}
+	running := map[string]bool{}
+	for id, e := range s.entries {
+		if e.kind == KindGlobal {
+			running[id] = true
+		}
+	}
 	s.mu.Unlock()
-	out := make([]Status, 0, len(es))
+	out = append(out, s.ext.statuses(s.cfg.Clock.Now(), func(name string) bool { return running[name] })...)
 	for _, e := range es {
 		st := Status{ID: e.id, Kind: e.kind, Policy: e.policy}
 		e.mu.Lock()
@@ -268,6 +339,16 @@ func (s *Supervisor) Status() []Status {
 	}
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.ID, b.ID) })
 	return out
+}
+
+// disabledBy is the name in Config.Disabled that disables id.
+func (s *Supervisor) disabledBy(id string) string {
+	for _, n := range s.cfg.Disabled {
+		if id == n || strings.HasPrefix(id, n+"/") {
+			return n
+		}
+	}
+	return id
 }
 
 // isolated runs one controller under a supervisor of its own, so that its

@@ -19,7 +19,7 @@ func (o *options) controllerCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "controller", Short: "Inspect the controllers that run dynamic policies and global control loops", Args: cobra.NoArgs}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
-		Short: "List controllers: kind, policy, state, activation, restarts, last evaluation and values",
+		Short: "List controllers: kind (automation, global, or external: another process, by its heartbeats), policy, state (running, backoff, disabled), activation, restarts, last evaluation and values",
 		Args:  cobra.NoArgs,
 		RunE: o.run(func(ctx context.Context, c *client, p *printer, _ []string) error {
 			cl, err := c.listControllers(ctx)
@@ -29,8 +29,11 @@ func (o *options) controllerCommand() *cobra.Command {
 			rows := make([][]string, 0, len(cl.Controllers))
 			for _, s := range cl.Controllers {
 				last := "-"
-				if s.LastEvaluation != nil {
+				switch {
+				case s.LastEvaluation != nil:
 					last = stamp(*s.LastEvaluation)
+				case s.LastSeen != nil: // an external controller's last heartbeat
+					last = "seen " + stamp(*s.LastSeen)
 				}
 				rows = append(rows, []string{s.ID, s.Kind, orDash(s.Policy), s.State, strconv.FormatBool(s.Active),
 					strconv.Itoa(s.Restarts), last, controllerValues(s.Values), orDash(oneLine(s.Reason))})

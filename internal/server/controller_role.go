@@ -79,7 +79,7 @@ func (s *Server) buildController(ctx context.Context) error {
 		return fmt.Errorf("qos: %w", err)
 	}
 	role := &controllerRole{id: opts.Node, ttl: opts.LeaseTTL, store: store, policies: policies, feed: work.feed(), log: logger, bandwidth: bandwidth,
-		nodes: fleetNodes{fleet: qosFleet}, start: s.startGoroutine}
+		nodes: fleetNodes{fleet: qosFleet}, start: s.startGoroutine, disabled: opts.DisabledControllers, heartbeats: work.bus}
 	s.later("controller lease", role.run)
 	if opts.AdminAddr != "" {
 		// Changes made here reach the gateways as changes made through
@@ -106,6 +106,9 @@ type controllerRole struct {
 	log      *slog.Logger
 	// bandwidth adds the global bandwidth controller while the lease is held.
 	bandwidth func(*controller.Supervisor) error
+	// disabled and heartbeats are newControllers'.
+	disabled   []string
+	heartbeats controller.Subscriber
 	// nodes lists the fleet's nodes (GET /v1/nodes).
 	nodes admin.NodeSource
 	// start runs the controllers' supervisor on a goroutine counted by
@@ -152,7 +155,7 @@ func (r *controllerRole) run(ctx context.Context) {
 		case held:
 			renewed = time.Now()
 			if stopControllers == nil {
-				sup, src, err := newControllers(r.policies, r.feed, nil, r.log, r.bandwidth)
+				sup, src, err := newControllers(r.policies, r.feed, nil, r.log, r.disabled, r.heartbeats, r.bandwidth)
 				if err != nil {
 					r.log.Error("controllers failed to start", "err", err)
 					break

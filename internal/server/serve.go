@@ -120,7 +120,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	var globals []func(*controller.Supervisor) error
 	globals = append(globals, qr.globals(opts.NoControllers, work.bus, logger)...)
 	globals = append(globals, cr.supervised())
-	sup, controllers, err := newControllers(policies, metricFeed, prom, logger, globals...)
+	sup, controllers, err := newControllers(policies, metricFeed, prom, logger, opts.DisabledControllers, work.bus, globals...)
 	if err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}

@@ -102,6 +102,10 @@ type Options struct {
 	// fleet whose controllers run as `facet controller`. It still
 	// publishes its samples and follows the stored activations.
 	NoControllers bool
+	// DisabledControllers names built-in controllers not to run here
+	// (BuiltinControllers), for instance "bandwidth" when an
+	// out-of-process controller assigns the bandwidth shares.
+	DisabledControllers []string
 	// QoS configures bandwidth and IOPS QoS (qos.go).
 	QoS QoSOptions
 	// Context configures request classes (context.go).
