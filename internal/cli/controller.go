@@ -55,7 +55,7 @@ func newControllerCommand() *cobra.Command {
 
 // disableControllerFlag is --disable-controller, of serve and controller.
 func disableControllerFlag(f *pflag.FlagSet, names *[]string) {
-	f.StringSliceVar(names, "disable-controller", nil, "do not run the built-in controller `NAME` (repeatable, or comma-separated): "+
+	f.StringSliceVar(names, "disable-controller", nil, "do not run this built-in controller (repeatable, or comma-separated): "+
 		strings.Join(server.BuiltinControllers(), ", ")+"; e.g. bandwidth when an out-of-process controller assigns the bandwidth shares (docs/controllers.md)")
 }
 
