@@ -1,6 +1,7 @@
 package qos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -146,6 +147,11 @@ func publish(alloc Allocation, last Allocation, threshold float64, key func(Clas
 		}
 		out = append(out, controller.Assignment{Node: k.Node, Target: "tenant:" + k.Tenant, Key: key(k.Class), Value: math.Round(r)})
 	}
+	// Map order must not leak into the output: a pure decision gives the
+	// same assignments, in the same order, for the same input.
+	slices.SortFunc(out, func(a, b controller.Assignment) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Target, b.Target), cmp.Compare(a.Key, b.Key))
+	})
 	return out, next
 }
 
