@@ -252,7 +252,9 @@ func (s *Server) copySourceOf(req *request) (dataplane.CopySource, error) {
 	}
 	return dataplane.CopySource{
 		Bucket: bucket, Key: key, Conditions: conditions(req.Header, "x-amz-copy-source-"),
-		Authorize: func(ctx context.Context, bucket string) error { return s.authorizeBucket(ctx, req.tenant, bucket) },
+		Authorize: func(ctx context.Context, bucket string) error {
+			return s.authorizeBucket(ctx, req.tenant, bucket, false)
+		},
 	}, nil
 }
 

@@ -81,6 +81,8 @@ type Server struct {
 	data     *dataplane.Plane
 	observer obs.Observer
 	qos      admit.QoS
+	// ready: young buckets seen in the backend (bucketready.go).
+	ready readyBuckets
 }
 
 // New returns a Server.
@@ -313,7 +315,7 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 	}
 	ctx := req.Context()
 	if t.bucket != "" && req.op != opCreateBucket {
-		if err := s.authorizeBucket(ctx, req.tenant, t.bucket); err != nil {
+		if err := s.authorizeBucket(ctx, req.tenant, t.bucket, req.op == opHeadBucket); err != nil {
 			return err
 		}
 	}
@@ -369,9 +371,11 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 }
 
 // authorizeBucket checks that bucket exists and belongs to tenant. Another
-// tenant's bucket answers AccessDenied, as S3 does.
-func (s *Server) authorizeBucket(ctx context.Context, tenant, bucket string) error {
-	owner, _, err := s.buckets.BucketOwner(ctx, bucket)
+// tenant's bucket answers AccessDenied, as S3 does. A bucket just claimed
+// is waited for until the backend has it (bucketready.go); head asks the
+// backend whatever the bucket's age.
+func (s *Server) authorizeBucket(ctx context.Context, tenant, bucket string, head bool) error {
+	owner, created, err := s.buckets.BucketOwner(ctx, bucket)
 	if err != nil {
 		if errors.Is(err, s3err.ErrNoSuchBucket) {
 			return &s3err.Error{Code: s3err.NoSuchBucket, Bucket: bucket}
@@ -381,5 +385,5 @@ func (s *Server) authorizeBucket(ctx context.Context, tenant, bucket string) err
 	if owner != tenant {
 		return &s3err.Error{Code: s3err.AccessDenied, Bucket: bucket}
 	}
-	return nil
+	return s.bucketReady(ctx, bucket, created, head)
 }
