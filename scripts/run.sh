@@ -51,6 +51,8 @@ echo
 echo "admin API:  http://${ADMIN_ADDR}   (token in ${DATA}/admin.token unless FACET_ADMIN_TOKEN is set)"
 echo "S3 API:     http://${S3_ADDR}"
 echo "dashboard:  http://${ADMIN_ADDR}/ui/   (sign in with the admin token, or a tenant's access key and secret key)"
+echo "volumes:    $BIN ctl --admin http://${ADMIN_ADDR} --token \$(cat ${DATA}/admin.token) volume create vm1 --tenant ${TENANT} --size 1GiB"
+echo "            (NBD at 127.0.0.1:10809 when the port was free; volumes go on the default pool in ${DATA}/pool until you create pools)"
 if ctl tenant list -o json | grep -q '"name"'; then
 	echo "tenants exist already; their secrets were shown when they were made. New keys:"
 	echo "  $BIN ctl --admin http://${ADMIN_ADDR} --token \$(cat ${DATA}/admin.token) key create ${TENANT} -o json"

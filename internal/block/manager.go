@@ -537,8 +537,8 @@ func (m *Manager) keepDefaultPool(ctx context.Context, pools []meta.Pool, vols [
 	return true
 }
 
-// freeSpace is what an unprivileged writer can use on dir's file system;
-// dir is created if need be.
+// freeSpace is what an unprivileged writer can use on dir's file system,
+// rounded down; dir is created if need be.
 func freeSpace(dir string) (int64, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return 0, err
@@ -547,7 +547,13 @@ func freeSpace(dir string) (int64, error) {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, fmt.Errorf("statfs %s: %w", dir, err)
 	}
-	return int64(st.Bavail) * int64(st.Bsize), nil
+	// Whole GiB (MiB on a small file system), so that the pool's
+	// capacity reads as a size rather than a byte count.
+	n := int64(st.Bavail) * int64(st.Bsize)
+	if n >= 1<<30 {
+		return n &^ (1<<30 - 1), nil
+	}
+	return n &^ (1<<20 - 1), nil
 }
 
 // CreatePool adds a pool after checking its usage type and directory.

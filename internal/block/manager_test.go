@@ -266,3 +266,13 @@ func TestDefaultPool(t *testing.T) {
 		t.Fatalf("administrator's pool: %+v %v", p, err)
 	}
 }
+
+func TestFreeSpaceRounded(t *testing.T) {
+	n, err := freeSpace(t.TempDir() + "/pool")
+	if err != nil || n <= 0 {
+		t.Fatalf("free space: %d %v", n, err)
+	}
+	if n%(1<<20) != 0 || (n >= 1<<30 && n%(1<<30) != 0) {
+		t.Errorf("free space %d is not rounded down to whole GiB (or MiB)", n)
+	}
+}
