@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/ownership"
 )
 
@@ -399,7 +400,9 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if !errors.As(err, &ae) {
 		ae = storeError(err, resourceOf(r))
 	}
-	if ae.status >= 500 {
+	// A 501 (this server lacks the service) is the caller's to know, not
+	// a failure: the dashboard asks for optional services on every page.
+	if obs.ClassOf(ae.status, ae.code) == obs.ClassServer {
 		id, _ := r.Context().Value(reqIDKey{}).(string)
 		h.log.Error("admin request failed", "request_id", id, "method", r.Method, "path", r.URL.Path, "err", err)
 	}

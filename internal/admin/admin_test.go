@@ -402,3 +402,15 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		t.Errorf("document has %d operations, the handler %d", documented, len(routes))
 	}
 }
+
+// A service this server lacks answers 501 without an ERROR line: the
+// dashboard asks for optional services on every page, and nothing failed.
+func TestNotImplementedIsNoFailure(t *testing.T) {
+	f := newFixture(t)
+	if r := f.do(t, http.MethodGet, "/v1/controllers", "", "Authorization", "Bearer "+token); r.status != http.StatusNotImplemented {
+		t.Fatalf("GET /v1/controllers without controllers: %d %s", r.status, r.body)
+	}
+	if strings.Contains(f.logs.String(), `"level":"ERROR"`) {
+		t.Fatalf("an ERROR line for a 501:\n%s", f.logs.String())
+	}
+}

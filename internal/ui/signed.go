@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/s3api/sigv4"
 	"github.com/facet-sds/facet/internal/s3err"
 )
@@ -54,7 +55,7 @@ func (u *UI) serveSigned(w http.ResponseWriter, r *http.Request) {
 		if msg == "" {
 			msg = e.Code.Message
 		}
-		if e.Code.Status >= 500 {
+		if obs.ClassOf(e.Code.Status, e.Code.Name) == obs.ClassServer {
 			u.log.Error("signed control API request: verification failed", "err", err, "remote", clientAddr(r))
 		} else {
 			// The cause names the key and headers, never a secret or a
