@@ -3,7 +3,6 @@ package dataplane
 import (
 	"context"
 	"io"
-	"log/slog"
 
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/filter/cache"
@@ -66,7 +65,7 @@ func (p *Plane) openCached(ctx context.Context, t Target, info storage.ObjectInf
 	if fill == nil {
 		return rc, nil
 	}
-	return &fillingReader{rc: rc, fill: fill, v: versionOf(info), log: p.log}, nil
+	return &fillingReader{rc: rc, fill: fill, v: versionOf(info), p: p}, nil
 }
 
 // fillingReader copies what a GET streams into a cache fill, committed
@@ -80,7 +79,7 @@ type fillingReader struct {
 	v    cache.Version
 	n    int64
 	done bool
-	log  *slog.Logger
+	p    *Plane
 }
 
 func (f *fillingReader) Read(p []byte) (int, error) {
@@ -95,11 +94,12 @@ func (f *fillingReader) Read(p []byte) (int, error) {
 			f.fill.Abort()
 		} else {
 			// The commit syncs the file: off the response's path.
-			go func(fill *cache.Fill, v cache.Version) {
+			fill, v, log := f.fill, f.v, f.p.log
+			f.p.goBackground(func() {
 				if cerr := fill.Commit(v); cerr != nil {
-					f.log.Warn("cache fill not committed", "err", cerr)
+					log.Warn("cache fill not committed", "err", cerr)
 				}
-			}(f.fill, f.v)
+			})
 		}
 	}
 	return n, err

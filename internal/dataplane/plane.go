@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/facet-sds/facet/internal/filter"
@@ -82,6 +83,10 @@ type Plane struct {
 	trash      Trash
 	changes    Changes
 	log        *slog.Logger
+	// background counts the work a request leaves behind (cache fills
+	// committing off the response's path), so the owner can wait for it
+	// before closing the cache it writes to.
+	background sync.WaitGroup
 }
 
 // New returns a Plane.
@@ -95,6 +100,21 @@ func New(cfg Config) *Plane {
 	}
 	return p
 }
+
+// goBackground runs work that outlives the request that started it and
+// counts it for Wait.
+func (p *Plane) goBackground(work func()) {
+	p.background.Add(1)
+	go func() {
+		defer p.background.Done()
+		work()
+	}()
+}
+
+// Wait returns once the work requests left behind has finished. The
+// owner calls it after the last request has returned and before it closes
+// the object cache.
+func (p *Plane) Wait() { p.background.Wait() }
 
 // Target is the object a request is for and who asks.
 type Target struct {

@@ -8,7 +8,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/s3err"
@@ -136,5 +138,26 @@ func TestPlaneEntryPoints(t *testing.T) {
 	}
 	if err := p.Delete(ctx, tg); err != nil {
 		t.Fatalf("DELETE of a missing object: %v", err)
+	}
+}
+
+// TestWaitCoversBackgroundWork: work a request leaves behind (a cache fill
+// committing) is over when Wait returns, so the owner may close the cache.
+func TestWaitCoversBackgroundWork(t *testing.T) {
+	p := New(Config{})
+	var done atomic.Bool
+	release := make(chan struct{})
+	p.goBackground(func() { <-release; done.Store(true) })
+	waited := make(chan struct{})
+	go func() { p.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		t.Fatal("Wait returned while background work was running")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	<-waited
+	if !done.Load() {
+		t.Fatal("Wait returned before the work finished")
 	}
 }

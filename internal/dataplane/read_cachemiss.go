@@ -47,5 +47,5 @@ func (p *Plane) admitOnRead(t Target, info storage.ObjectInfo, body io.Reader, o
 	if fill == nil {
 		return nil
 	}
-	return &fillingReader{rc: io.NopCloser(body), fill: fill, v: versionOf(info), log: p.log}
+	return &fillingReader{rc: io.NopCloser(body), fill: fill, v: versionOf(info), p: p}
 }

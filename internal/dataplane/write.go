@@ -372,11 +372,12 @@ func (h *putHooks) committed(info storage.ObjectInfo) {
 		return
 	}
 	h.handed = true
-	go func(fill *cache.Fill, v cache.Version) {
+	fill, v := h.fill, versionOf(info)
+	h.p.goBackground(func() {
 		if err := fill.Commit(v); err != nil {
 			h.p.log.Warn("cache admission on PUT not committed", "err", err)
 		}
-	}(h.fill, versionOf(info))
+	})
 }
 
 // countingReader counts and hashes what a copy reads from its source.

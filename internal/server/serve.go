@@ -146,6 +146,9 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
 		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash, Changes: reqStores.changes,
 	})
+	// Cache fills a request left committing finish before the object
+	// cache closes: stops run once the listeners have drained.
+	s.stops = append(s.stops, func() error { data.Wait(); return nil })
 	s3 := s3api.New(s3api.Config{
 		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
 		Domains: opts.Domains, Region: opts.Region, QoS: front, Data: data,
