@@ -428,7 +428,7 @@ async function controllers(root) {
         cs.map(c => h('tr', { 'data-controller': c.id },
           h('td', {}, h('code', {}, c.id)), h('td', {}, c.kind), h('td', {}, c.policy || '–'),
           h('td', {}, h('span', { class: 'badge ' + c.state }, c.state)), h('td', {}, c.active ? 'yes' : 'no'),
-          h('td', { class: 'num' }, String(c.restarts)), h('td', {}, fmtTime(c.last_evaluation)),
+          h('td', { class: 'num' }, String(c.restarts)), h('td', {}, c.last_evaluation || !c.last_seen ? fmtTime(c.last_evaluation) : 'heartbeat ' + fmtTime(c.last_seen)),
           h('td', {}, (c.values || []).map(v => h('div', { class: 'small' }, `${v.metric}=${fmtNum(v.value, 2)} on ${v.target}`))),
           h('td', { class: 'small' }, c.reason || '', c.last_failure ? h('div', { class: 'error' }, c.last_failure) : null))),
       { label: 'Controllers', empty: 'No controller runs.', stack: true }));
