@@ -112,6 +112,11 @@ const (
 	SourceAssigned = "assigned" // the global controller's assignment
 	SourceStatic   = "static"   // the SLO's limit (no live controller)
 	SourceNone     = "none"     // unlimited
+	// SourceProvisional is a flow the controller has not named yet on a
+	// node with a configured capacity: it runs at its reservation or an
+	// equal share of what the assignment leaves unassigned, never
+	// unshaped, until the controller's next period names it.
+	SourceProvisional = "provisional"
 )
 
 // NewLimiter returns a limiter with no flows.
@@ -340,18 +345,83 @@ func (l *Limiter) flow(tenant string, class Class) *flow {
 	}
 	f = &flow{key: k, bytes: NewMeter(Unlimited, l.cfg.Chunk, l.cfg.Now), ops: NewBucketClock(Unlimited, 1, l.cfg.Now), rate: math.Inf(1), opsRate: math.Inf(1)}
 	l.flows[k] = f
-	l.applyLocked(f, l.cfg.Now())
+	now := l.cfg.Now()
+	pv := l.provisionalLocked(now, f)
+	l.applyLocked(f, now, pv)
+	if !math.IsInf(pv.room, 1) {
+		// The other provisional flows share with the new one from now.
+		pv.flows++
+		pv.reserved += SLOOf(l.cfg.SLOs, tenant, class).ReservationOf(class)
+		for _, o := range l.flows {
+			if o != f && o.source == SourceProvisional {
+				l.applyLocked(o, now, pv)
+			}
+		}
+	}
 	return f
 }
 
-// applyLocked sets f's rates from the assignment in force or the static
-// local rates.
-func (l *Limiter) applyLocked(f *flow, now time.Time) {
+// provisional is what the live assignment leaves unassigned on a node
+// with a configured capacity, and the flows it does not name that share
+// it: the model's allocation done locally, reservations first, then
+// equal shares of the rest.
+type provisional struct {
+	room     float64 // +Inf: no provisional shares (no capacity, or stale)
+	flows    int     // active flows the assignment does not name
+	reserved float64 // their reservations
+}
+
+// share is flow f's provisional rate given its reservation res: an idle
+// flow (one being created) was not counted among those that share the
+// room.
+func (p provisional) share(f *flow, res float64) float64 {
+	n, reserved := p.flows, p.reserved
+	if f.streams.Load() == 0 {
+		n++
+		reserved += res
+	}
+	if reserved >= p.room {
+		return res * p.room / reserved
+	}
+	return res + (p.room-reserved)/float64(max(n, 1))
+}
+
+// provisionalLocked computes the node's provisional room; extra is a flow
+// being created (not yet active).
+func (l *Limiter) provisionalLocked(now time.Time, extra *flow) provisional {
+	stale := !l.assignedAt.IsZero() && now.Sub(l.assignedAt) > l.cfg.Stale
+	if l.cfg.Capacity <= 0 || stale {
+		return provisional{room: math.Inf(1)}
+	}
+	room := l.cfg.Capacity
+	for _, r := range l.assigned {
+		room -= r
+	}
+	pv := provisional{room: max(room, 0)}
+	for k, f := range l.flows {
+		if _, ok := l.assigned[k]; !ok && f != extra && f.streams.Load() > 0 {
+			pv.flows++
+			pv.reserved += SLOOf(l.cfg.SLOs, k.tenant, k.class).ReservationOf(k.class)
+		}
+	}
+	return pv
+}
+
+// applyLocked sets f's rates from the assignment in force, a provisional
+// share (pv) or the static local rates.
+func (l *Limiter) applyLocked(f *flow, now time.Time, pv provisional) {
 	slo := SLOOf(l.cfg.SLOs, f.key.tenant, f.key.class)
 	rate, source := slo.LimitOf(f.key.class), SourceStatic
 	live := !l.assignedAt.IsZero() && now.Sub(l.assignedAt) <= l.cfg.Stale
 	if a, ok := l.assigned[f.key]; ok && live {
 		rate, source = a, SourceAssigned
+	} else if !math.IsInf(pv.room, 1) {
+		// Not named yet (a new flow, or no assignment yet): its
+		// reservation or an equal share of what is unassigned, never
+		// unshaped (issue 25: the first second of a run moved up to 24×
+		// the capacity); the controller names it next period.
+		p := pv.share(f, slo.ReservationOf(f.key.class))
+		rate, source = math.Max(math.Min(rate, p), MinRate), SourceProvisional
 	}
 	if math.IsInf(rate, 1) {
 		source = SourceNone
@@ -400,8 +470,9 @@ func (l *Limiter) Refresh() {
 	now := l.cfg.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	pv := l.provisionalLocked(now, nil)
 	for _, f := range l.flows {
-		l.applyLocked(f, now)
+		l.applyLocked(f, now, pv)
 	}
 }
 
@@ -449,8 +520,9 @@ func (l *Limiter) ApplyOps(inst string, seq uint64, rates, ops Rates) {
 			l.assignedOp[flowKey{tenant, c}] = max(r, MinOpsRate)
 		}
 	}
+	pv := l.provisionalLocked(now, nil)
 	for _, f := range l.flows {
-		l.applyLocked(f, now)
+		l.applyLocked(f, now, pv)
 	}
 }
 
@@ -615,8 +687,9 @@ func (l *Limiter) Report() NodeReport {
 	if !l.assignedAt.IsZero() && now.Sub(l.assignedAt) <= l.cfg.Stale {
 		rep.Assigner, rep.Seq = l.assigner, l.seq
 	}
+	pv := l.provisionalLocked(now, nil)
 	for k, f := range l.flows {
-		l.applyLocked(f, now)
+		l.applyLocked(f, now, pv)
 		c := counters{served: f.bytes.served.Load(), waitNs: f.bytes.waitNs.Load(), ops: f.opsDone.Load(), queued: f.queued.Load(), rejected: f.rejected.Load()}
 		d := counters{c.served - f.last.served, c.waitNs - f.last.waitNs, c.ops - f.last.ops, c.queued - f.last.queued, c.rejected - f.last.rejected}
 		f.last = c

@@ -279,3 +279,89 @@ func TestWaitBytesReportsAsItGoes(t *testing.T) {
 		t.Fatalf("cancelled WaitBytes: %v", err)
 	}
 }
+
+// A new flow on a node with a configured capacity starts at a provisional
+// share, never unshaped (issue 25: the first second of a run moved up to
+// 24× the capacity): reservations first, equal shares of the rest of what
+// the assignment leaves unassigned, until the controller names it. The
+// flows' rates never add up past the capacity, so the first second of a
+// run stays within it.
+func TestNewFlowsStartAtAProvisionalShare(t *testing.T) {
+	c := newFakeClock()
+	l := NewLimiter(LimiterConfig{Node: "n1", Capacity: 50e6, Now: c.Now,
+		SLOs: SLOMap{"t3": {Get: 20e6}, "t4": {Limit: 5e6}}})
+	rates := func() map[string]float64 {
+		out := map[string]float64{}
+		l.mu.RLock()
+		defer l.mu.RUnlock()
+		for k, f := range l.flows {
+			out[k.tenant] = f.rate
+			if f.source != SourceProvisional {
+				t.Fatalf("%s: source %s, want provisional", k.tenant, f.source)
+			}
+		}
+		return out
+	}
+	admit := func(tenant string) *Stream {
+		st, err := l.Admit(context.Background(), tenant, ClassGet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Done)
+		return st
+	}
+	st1 := admit("t1")
+	if r := rates(); r["t1"] != 50e6 {
+		t.Fatalf("alone: %v, want the whole capacity", r)
+	}
+	admit("t2")
+	if r := rates(); r["t1"] != 25e6 || r["t2"] != 25e6 {
+		t.Fatalf("two: %v, want 25/25", r)
+	}
+	admit("t3") // reserves 20: 20 + 10, the others 10 each
+	if r := rates(); r["t1"] != 10e6 || r["t2"] != 10e6 || r["t3"] != 30e6 {
+		t.Fatalf("with a reservation: %v, want 10/10/30", r)
+	}
+	admit("t4") // limited at 5
+	r := rates()
+	if r["t4"] != 5e6 || r["t3"] != 27.5e6 || r["t1"]+r["t2"]+r["t3"]+r["t4"] > 50e6 {
+		t.Fatalf("limited: %v, want t4 at 5 and 27.5/7.5/7.5 for the others", r)
+	}
+	// An assignment names t1 and t2 (30 MB/s): the 20 left go to the
+	// flows it does not name.
+	l.Apply("c", 1, Rates{"t1": {ClassGet: 20e6}, "t2": {ClassGet: 10e6}})
+	l.mu.RLock()
+	var sum float64
+	for k, f := range l.flows {
+		sum += f.rate
+		if (k.tenant == "t1" || k.tenant == "t2") != (f.source == SourceAssigned) {
+			t.Errorf("%s: source %s", k.tenant, f.source)
+		}
+	}
+	l.mu.RUnlock()
+	if sum > 50e6*1.001 {
+		t.Fatalf("rates add up to %v, past the capacity 50e6", sum)
+	}
+	// The bucket holds a new flow from its first byte.
+	st5 := admit("t5")
+	rate := st5.f.bytes.Bucket.Rate()
+	if math.IsInf(rate, 1) || rate <= 0 || rate > 50e6 {
+		t.Fatalf("new flow's rate %v", rate)
+	}
+	_ = st1
+}
+
+// Without a configured capacity there is nothing to share: a new flow runs
+// at its static rate (its limit, or unlimited), as a reservation must not
+// slow a tenant alone on its node.
+func TestNoProvisionalShareWithoutCapacity(t *testing.T) {
+	l := NewLimiter(LimiterConfig{Node: "n1", SLOs: SLOMap{"t1": {Get: 20e6}}})
+	st, err := l.Admit(context.Background(), "t1", ClassGet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Done()
+	if r := st.f.bytes.Bucket.Rate(); !math.IsInf(r, 1) && r != 0 {
+		t.Fatalf("rate %v, want unlimited", r)
+	}
+}

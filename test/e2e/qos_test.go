@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -315,4 +316,88 @@ func TestBackgroundCappedByPolicy(t *testing.T) {
 	if !waited {
 		t.Fatalf("the capped cleanup never waited for tokens: %+v", seen)
 	}
+}
+
+// A reservation is a floor, never a limit (issue 25): on an idle `facet
+// serve` with no --qos-capacity, `slo set acme --get 20MB/s` made acme's
+// own 100 MB GET about 9× slower: the node's capacity, estimated from the
+// most it had moved in a period (here the PUTs'), held the reserved flow
+// and grew 10% a period. On a fresh server, a tenant with a reservation
+// then one without GET, each alone: a GET read slowly for 1.5 s (the
+// controller sees the flow and assigns it), then GETs back to back for
+// 2 s. The first's median GET must be within 10% of the second's; a busy
+// machine gets two more rounds, each on a fresh server (the estimate only
+// held GETs while the node had not moved more).
+func TestIdleReservationIsNotALimit(t *testing.T) {
+	const size = 64 << 20
+	payload := bytes.Repeat([]byte("facet-qos"), size/9+1)[:size]
+	tenants := []string{"acme", "plain"}
+	var ratio float64
+	for round := range 3 {
+		s := startServer(t, t.TempDir())
+		var cls []*s3.Client
+		for _, name := range tenants {
+			cl := s.sdk(s.createTenant(t, name))
+			mkBucket(t, cl, name+"-b")
+			if _, err := cl.PutObject(ctxT(t), &s3.PutObjectInput{Bucket: aws.String(name + "-b"), Key: aws.String("obj"), Body: bytes.NewReader(payload)}); err != nil {
+				t.Fatal(err)
+			}
+			cls = append(cls, cl)
+		}
+		if out, err := s.ctl(t, "slo", "set", "acme", "--get", "20MB/s"); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		get := func(i int) io.ReadCloser {
+			out, err := cls[i].GetObject(ctxT(t), &s3.GetObjectInput{Bucket: aws.String(tenants[i] + "-b"), Key: aws.String("obj")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out.Body
+		}
+		// rate is the median MB/s of tenant i's GETs once its flow is
+		// under way (a median: robust to the moments a busy machine takes
+		// from every process).
+		rate := func(i int) float64 {
+			body := get(i)
+			buf := make([]byte, 256<<10)
+			for range 6 { // 1.5 MiB in 1.5 s
+				if _, err := io.ReadFull(body, buf); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(250 * time.Millisecond)
+			}
+			_, err := io.Copy(io.Discard, body)
+			body.Close()
+			var rates []float64
+			for t0 := time.Now(); err == nil && time.Since(t0) < 2*time.Second; {
+				t1 := time.Now()
+				body = get(i)
+				var n int64
+				n, err = io.Copy(io.Discard, body)
+				body.Close()
+				rates = append(rates, float64(n)/time.Since(t1).Seconds()/1e6)
+			}
+			if err != nil {
+				t.Fatalf("GET %s: %v", tenants[i], err)
+			}
+			slices.Sort(rates)
+			return rates[len(rates)/2]
+		}
+		var got [2]float64
+		for i := range tenants {
+			// Two periods apart: the other tenant's flow has no demand
+			// left, each tenant is alone on the server.
+			time.Sleep(1200 * time.Millisecond)
+			got[i] = rate(i)
+		}
+		ratio = got[1] / got[0]
+		t.Logf("round %d: GETs with a 20 MB/s reservation %.0f MB/s, without %.0f MB/s: %.2f× slower", round+1, got[0], got[1], ratio)
+		if ratio <= 1.1 {
+			return
+		}
+		bw, _ := s.ctl(t, "bw")
+		t.Logf("%s", bw)
+		_, _ = s.terminate(20 * time.Second)
+	}
+	t.Fatalf("GETs with an idle reservation are %.2f× slower than without (want ≤ 1.10×)", ratio)
 }
