@@ -1,14 +1,10 @@
 package server
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/s3api/sigv4"
-	"github.com/facet-sds/facet/internal/s3err"
 )
 
 // sigv4Auth adapts the SigV4 verifier to the S3 front end's Authenticator.
@@ -16,13 +12,7 @@ type sigv4Auth struct{ v *sigv4.Verifier }
 
 func newAuthenticator(creds s3api.Credentials) s3api.Authenticator {
 	return &sigv4Auth{v: &sigv4.Verifier{
-		Lookup: func(ctx context.Context, accessKey string) (string, string, error) {
-			tenant, secret, err := creds.LookupAccessKey(ctx, accessKey)
-			if errors.Is(err, s3err.ErrUnknownAccessKey) {
-				return "", "", fmt.Errorf("%w: %w", sigv4.ErrUnknownAccessKey, err)
-			}
-			return tenant, secret, err
-		},
+		Lookup: creds.LookupAccessKey,
 	}}
 }
 

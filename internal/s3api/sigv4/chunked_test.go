@@ -35,7 +35,7 @@ func exampleVerifier() *Verifier {
 	return &Verifier{
 		Lookup: func(_ context.Context, ak string) (string, string, error) {
 			if ak != exampleAccessKey {
-				return "", "", fmt.Errorf("lookup %s: %w", ak, ErrUnknownAccessKey)
+				return "", "", fmt.Errorf("lookup %s: %w", ak, s3err.ErrUnknownAccessKey)
 			}
 			return "tenant-a", exampleSecret, nil
 		},

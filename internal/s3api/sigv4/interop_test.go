@@ -52,7 +52,7 @@ func (s *interopServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ak == interopKey {
 			return "t1", interopSecret, nil
 		}
-		return "", "", sigv4.ErrUnknownAccessKey
+		return "", "", s3err.ErrUnknownAccessKey
 	}}
 	fail := func(err error) {
 		s.mu.Lock()

@@ -53,11 +53,6 @@ import (
 	"github.com/facet-sds/facet/internal/s3err"
 )
 
-// ErrUnknownAccessKey is what Verifier.Lookup returns (wrapped or not) for an
-// access key that does not exist or was revoked. Any other Lookup error is
-// treated as an internal failure, not as bad credentials.
-var ErrUnknownAccessKey = errors.New("unknown access key")
-
 // DefaultMaxSkew is the clock skew S3 tolerates between client and server.
 const DefaultMaxSkew = 15 * time.Minute
 
@@ -70,7 +65,7 @@ const maxCachedKeys = 4096
 // copied after first use.
 type Verifier struct {
 	// Lookup resolves an access key id to its tenant and secret. For a key
-	// that does not exist it returns an error wrapping ErrUnknownAccessKey
+	// that does not exist it returns an error wrapping s3err.ErrUnknownAccessKey (any other Lookup error is an internal failure, not bad credentials)
 	// (InvalidAccessKeyId); any other error becomes InternalError.
 	Lookup func(ctx context.Context, accessKey string) (tenant, secret string, err error)
 	// Now returns the current time; nil means time.Now.
@@ -112,7 +107,7 @@ func (v *Verifier) Verify(r *http.Request) (Identity, *Body, error) {
 	}
 	tenant, secret, err := v.Lookup(r.Context(), req.cred.accessKey)
 	if err != nil {
-		if errors.Is(err, ErrUnknownAccessKey) {
+		if errors.Is(err, s3err.ErrUnknownAccessKey) {
 			return Identity{}, nil, s3err.New(s3err.InvalidAccessKeyID)
 		}
 		return Identity{}, nil, s3err.Wrap(s3err.InternalError, fmt.Errorf("looking up access key: %w", err))

@@ -53,7 +53,7 @@ func testVerifier(c *clock) *Verifier {
 			case "BROKENSTORE":
 				return "", "", errors.New("metadata store unavailable")
 			}
-			return "", "", ErrUnknownAccessKey
+			return "", "", s3err.ErrUnknownAccessKey
 		},
 		Now: c.now,
 	}
