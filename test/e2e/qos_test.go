@@ -401,3 +401,115 @@ func TestIdleReservationIsNotALimit(t *testing.T) {
 	}
 	t.Fatalf("GETs with an idle reservation are %.2f× slower than without (want ≤ 1.10×)", ratio)
 }
+
+// A tenant starved on one gateway (issue 25): two gateways of 25 MB/s,
+// A reserving 20 MB/s and GETting through gateway 2 only, B reserving 10
+// and C with no SLO GETting through both. The per-node algorithm gave C
+// 0.02 MB/s on gateway 2 and A none of the spare. Fleet-wide first (the
+// model with its 5% minimum share, worked out in docs/qos.md and
+// TestAsymmetricFleet): A 22.5, B 18.75 (17.5 + 1.25), C 8.75 (7.5 +
+// 1.25). Each tenant must be within 10% of its share fleet-wide over a
+// window, every rate the controller assigns to a flow with demand at
+// least 5% of its node, and what each flow moved at least 90% of that.
+func TestQoSAsymmetricFleet(t *testing.T) {
+	c := startCluster(t, clusterOptions{Gateways: 2, Controllers: 1,
+		Env: []string{"FACET_QOS_CAPACITY=25MB/s", "FACET_QOS_PERIOD=500ms"}})
+	tenants := []string{"qa", "qb", "qc"}
+	const size = 1 << 20
+	payload := bytes.Repeat([]byte("facet-qos"), size/9+1)[:size]
+	var cr []creds
+	for _, name := range tenants {
+		k := c.gw[0].createTenant(t, name)
+		cr = append(cr, k)
+		cl := c.gw[0].sdk(k)
+		mkBucket(t, cl, name+"-b")
+		if _, err := cl.PutObject(ctxT(t), &s3.PutObjectInput{Bucket: aws.String(name + "-b"), Key: aws.String("obj"), Body: bytes.NewReader(payload)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, slo := range [][]string{{"qa", "--get", "20MB/s"}, {"qb", "--get", "10MB/s"}} {
+		if out, err := c.gw[0].ctl(t, append([]string{"slo", "set"}, slo...)...); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+	}
+	// counters[i*2+g]: tenant i through gateway g; qa only through gw 2.
+	ctx, stop := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	counters := make([]atomic.Int64, 2*len(tenants))
+	var running atomic.Bool
+	running.Store(true)
+	for i := range tenants {
+		for g, gw := range c.gw {
+			if i == 0 && g == 0 {
+				continue
+			}
+			cl := gw.sdk(cr[i])
+			for range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					getLoop(ctx, cl, tenants[i]+"-b", &counters[i*2+g], &running)
+				}()
+			}
+		}
+	}
+	t.Cleanup(func() { stop(); wg.Wait() })
+
+	want := []float64{22.5, 18.75, 8.75}
+	const capacity, minShare = 25.0, 0.05
+	var bad []string
+	for attempt := range 3 {
+		time.Sleep(3 * time.Second)
+		start := make([]int64, len(counters))
+		for i := range counters {
+			start[i] = counters[i].Load()
+		}
+		t0 := time.Now()
+		time.Sleep(6 * time.Second)
+		el := time.Since(t0).Seconds()
+		got := make([]float64, len(counters))
+		for i := range counters {
+			got[i] = float64(counters[i].Load()-start[i]) / el / 1e6
+		}
+		bad = bad[:0]
+		for i, name := range tenants {
+			fleet := got[i*2] + got[i*2+1]
+			t.Logf("window %d: %s gw1 %.2f gw2 %.2f fleet %.2f MB/s, want %.2f", attempt+1, name, got[i*2], got[i*2+1], fleet, want[i])
+			if math.Abs(fleet-want[i]) > 0.1*want[i] {
+				bad = append(bad, fmt.Sprintf("%s got %.2f MB/s fleet-wide, want %.2f ±10%%", name, fleet, want[i]))
+			}
+			for g := range c.gw {
+				if (i != 0 || g == 1) && got[i*2+g] < 0.9*minShare*capacity {
+					bad = append(bad, fmt.Sprintf("%s moved %.2f MB/s on gw%d, under 90%% of its minimum share", name, got[i*2+g], g+1))
+				}
+			}
+		}
+		// What the controller assigns: never under the minimum share.
+		var bw struct {
+			Nodes []struct {
+				Node  string `json:"node"`
+				Flows []struct {
+					Tenant string  `json:"tenant"`
+					Asked  float64 `json:"asked"`
+					Source string  `json:"source"`
+				} `json:"flows"`
+			} `json:"nodes"`
+		}
+		out, err := c.gw[0].ctl(t, "bw", "-o", "json")
+		if err != nil || json.Unmarshal(out, &bw) != nil {
+			t.Fatalf("ctl bw: %v %s", err, out)
+		}
+		for _, n := range bw.Nodes {
+			for _, f := range n.Flows {
+				if f.Source == "assigned" && f.Asked < minShare*capacity*1e6*0.999 {
+					bad = append(bad, fmt.Sprintf("%s assigned %.0f B/s on %s, under 5%% of the node", f.Tenant, f.Asked, n.Node))
+				}
+			}
+		}
+		if len(bad) == 0 {
+			return
+		}
+	}
+	bwOut, _ := c.gw[0].ctl(t, "bw")
+	t.Errorf("%s\n%s", strings.Join(bad, "; "), bwOut)
+}
