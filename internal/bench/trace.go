@@ -282,7 +282,10 @@ func keySeed(seed uint64, key string, n uint64) uint64 {
 }
 
 // run replays: one dispatcher per tenant sends each record at its time
-// (scaled) to that tenant's pool of Concurrency workers.
+// (scaled) to that tenant's pool of Concurrency workers. Records of one key
+// run in the trace's order (a GET after a PUT of the same key waits for
+// the PUT), as they happened when the trace was taken; records of
+// different keys overlap freely.
 func (p *replayPlan) run(ctx context.Context, start time.Time, wg *sync.WaitGroup) {
 	per := map[string][]int{}
 	for i, r := range p.records {
@@ -290,7 +293,7 @@ func (p *replayPlan) run(ctx context.Context, start time.Time, wg *sync.WaitGrou
 	}
 	for name, idx := range per {
 		tr := p.byName[name]
-		work := make(chan *TraceRecord)
+		work := make(chan traceJob)
 		var writes atomic.Uint64
 		for range p.spec.Concurrency {
 			rec := tr.newRecorder()
@@ -298,8 +301,14 @@ func (p *replayPlan) run(ctx context.Context, start time.Time, wg *sync.WaitGrou
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for r := range work {
-					p.exec(ctx, start, tr, r, rec, buf, writes.Add(1))
+				for j := range work {
+					if j.after != nil {
+						// The record before it of the same key was handed
+						// to a worker already, so this wait always ends.
+						<-j.after
+					}
+					p.exec(ctx, start, tr, j.r, rec, buf, writes.Add(1))
+					close(j.done)
 				}
 			}()
 		}
@@ -307,12 +316,15 @@ func (p *replayPlan) run(ctx context.Context, start time.Time, wg *sync.WaitGrou
 		go func() {
 			defer wg.Done()
 			defer close(work)
+			last := map[string]chan struct{}{}
 			for _, i := range idx {
 				r := &p.records[i]
 				at := time.Duration(r.T / p.spec.Speed * float64(time.Second))
 				sleepUntil(ctx, start, at, 0)
+				j := traceJob{r: r, after: last[r.Bucket+"/"+r.Key], done: make(chan struct{})}
+				last[r.Bucket+"/"+r.Key] = j.done
 				select {
-				case work <- r:
+				case work <- j:
 				case <-ctx.Done():
 					return
 				}
@@ -329,6 +341,13 @@ func (p *replayPlan) run(ctx context.Context, start time.Time, wg *sync.WaitGrou
 			}
 		}()
 	}
+}
+
+// traceJob is one record for a worker: it runs once after is closed (the
+// previous record of its key is done) and closes done.
+type traceJob struct {
+	r           *TraceRecord
+	after, done chan struct{}
 }
 
 func (p *replayPlan) exec(ctx context.Context, start time.Time, tr *tenantRun, r *TraceRecord, rec *recorder, buf []byte, n uint64) {
