@@ -7,7 +7,9 @@ import (
 
 // Errors is errors: requests the server failed (status 5xx, throttling
 // included) per second. Client mistakes (4xx) are not the storage's
-// failures and do not count.
+// failures and do not count, nor does 501 NotImplemented (a client asking
+// for an S3 operation Facet lacks: s3cmd info and mc stat do on every
+// run); obs.ClassOf sorts them, as for /metrics and the log.
 func Errors() Module { return errorRate{} }
 
 type errorRate struct{}
@@ -26,4 +28,4 @@ func (errorRate) Finish(o *obs.Observation, cs Cells) {
 	}
 }
 
-func failed(o *obs.Observation) bool { return o.Status >= 500 }
+func failed(o *obs.Observation) bool { return obs.ClassOf(o.Status, o.ErrCode) == obs.ClassServer }

@@ -89,10 +89,14 @@ func ClassOf(status int, code string) Class {
 		return ClassServer
 	case status >= 400:
 		return ClassClient
-	case code != "" && code != "NotModified":
-		// An error code without an error status: a failure after the
-		// response started (the status went out as 200).
+	case code == "" || code == "NotModified":
+		return ClassOK
+	case code == "InternalError" || code == "ServiceUnavailable" || code == "SlowDown":
+		// An error code after the status went out as 200: a failure
+		// mid-stream (a GET's source, a select's engine).
 		return ClassServer
 	}
-	return ClassOK
+	// Likewise, the client's: a select's query failing on the data
+	// (CastFailed, InvalidTextEncoding ...).
+	return ClassClient
 }

@@ -16,6 +16,7 @@ func TestClassOf(t *testing.T) {
 		{500, "InternalError", ClassServer},
 		{503, "SlowDown", ClassServer},
 		{200, "InternalError", ClassServer}, // failed after the status went out
+		{200, "CastFailed", ClassClient},    // a select's query failing on the data
 	} {
 		if got := ClassOf(c.status, c.code); got != c.want {
 			t.Errorf("ClassOf(%d, %q) = %s, want %s", c.status, c.code, got, c.want)

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/ownership"
 	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/storage/fs"
@@ -112,4 +116,78 @@ func TestErrorLogLines(t *testing.T) {
 	if m["level"] != "INFO" || m["op"] != "GetObject" {
 		t.Errorf("GET 404: %v", m)
 	}
+}
+
+// A client that stops reading a GET mid-body is logged at INFO, not as a
+// stream failure at ERROR, and is not counted as a server error.
+func TestClientGoneMidGetIsNoError(t *testing.T) {
+	st, err := fs.Open(t.Context(), t.TempDir(), fs.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var buf syncBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	done := make(chan *obs.Observation, 16)
+	s := New(Config{Backend: st, Buckets: &mapBuckets{m: map[string]string{}}, Auth: oneTenant{}, Logger: log,
+		Observer: doneObserver(done)})
+	for _, p := range []string{"/bkt", "/bkt/big"} {
+		body := []byte(nil)
+		if p == "/bkt/big" {
+			body = bytes.Repeat([]byte("x"), 64<<20)
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodPut, p, bytes.NewReader(body)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("PUT %s: %d %s", p, rec.Code, rec.Body)
+		}
+		<-done
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "GET /bkt/big HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, err := io.ReadFull(conn, make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	conn.(*net.TCPConn).SetLinger(0) // a reset, as a cancelled download
+	conn.Close()
+	select {
+	case o := <-done:
+		if obs.ClassOf(o.Status, o.ErrCode) != obs.ClassOK {
+			t.Errorf("the abandoned GET counts as %s (%d %q)", obs.ClassOf(o.Status, o.ErrCode), o.Status, o.ErrCode)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the GET never ended")
+	}
+	logs := buf.String()
+	if strings.Contains(logs, `"level":"ERROR"`) || !strings.Contains(logs, "client went away mid-response") {
+		t.Fatalf("%s", logs)
+	}
+}
+
+type doneObserver chan *obs.Observation
+
+func (doneObserver) Started(*obs.Observation)                       {}
+func (doneObserver) Body(_ *obs.Observation, r io.Reader) io.Reader { return r }
+func (d doneObserver) Done(o *obs.Observation)                      { c := *o; d <- &c }
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -2,12 +2,15 @@ package s3api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/facet-sds/facet/internal/dataplane"
@@ -183,10 +186,27 @@ func (s *Server) getObject(w http.ResponseWriter, req *request, withBody bool) e
 	if err != nil {
 		// The status line is gone; abort the connection so the client
 		// sees a truncated body rather than a silently short object.
-		s.log.ErrorContext(req.Context(), "get object stream failed", "request_id", req.id, "bucket", info.Bucket, "answer", res.Kind, "err", err)
+		if clientGone(req.Context(), err) {
+			// A client that stops reading (a player seeking, a download
+			// cancelled) is no failure of the server.
+			s.log.InfoContext(req.Context(), "get object: client went away mid-response", "request_id", req.id, "op", string(req.op),
+				"bucket", info.Bucket, "sent", n, "err", err.Error())
+		} else {
+			req.obs.ErrCode = s3err.InternalError.Name
+			s.log.ErrorContext(req.Context(), "get object stream failed", "request_id", req.id, "op", string(req.op),
+				"bucket", info.Bucket, "answer", res.Kind, "sent", n, "err", err.Error())
+		}
 		panic(http.ErrAbortHandler)
 	}
 	return nil
+}
+
+// clientGone reports whether a response failed because its client went
+// away (the connection reset or closed, the request cancelled), rather
+// than because its source failed.
+func clientGone(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, net.ErrClosed)
 }
 
 // writeGetHeaders sets the object headers of a GET or HEAD answer (all
