@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/facet-sds/facet/internal/buildinfo"
 	"github.com/facet-sds/facet/internal/server"
 )
 
@@ -50,6 +51,9 @@ func roleRun(configPath, logLevel *string, run func(cmd *cobra.Command, logger *
 		if err != nil {
 			return err
 		}
+		// Which build wrote the log, first: what a bug report needs.
+		b := buildinfo.Get()
+		logger.Info("facet "+cmd.Name(), "version", b.Version, "commit", b.Commit, "go", b.GoVersion, "built", b.Date)
 		return run(cmd, logger)
 	}
 }

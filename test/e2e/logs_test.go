@@ -147,6 +147,9 @@ func TestDayOneLogsAndMetrics(t *testing.T) {
 	if err := json.Unmarshal(version, &info); err != nil || info.Version == "" || info.GoVersion == "" {
 		t.Fatalf("facet version -o json: %s %v", version, err)
 	}
+	if first := s.logLines(t); len(first) == 0 || first[0]["msg"] != "facet serve" || first[0]["version"] != info.Version || first[0]["commit"] != info.Commit {
+		t.Errorf("the log does not open with the build: %v", first[:min(1, len(first))])
+	}
 	want := fmt.Sprintf(`facet_build_info{commit="%s",goversion="%s",version="%s"} 1`, info.Commit, info.GoVersion, info.Version)
 	if !strings.Contains(metrics, want) {
 		t.Errorf("/metrics lacks %s:\n%s", want, grepLines(metrics, "facet_build_info"))
