@@ -162,8 +162,9 @@ type CompletePart struct {
 // overwrite: a reader sees the old object or the new one, never a mix.
 type Backend interface {
 	CreateBucket(ctx context.Context, bucket string) error
-	// DeleteBucket fails with ErrBucketNotEmpty while objects or
-	// multipart uploads remain.
+	// DeleteBucket fails with ErrBucketNotEmpty while objects remain;
+	// the bucket's open multipart uploads are aborted with it, as S3
+	// does, so they alone never keep a bucket.
 	DeleteBucket(ctx context.Context, bucket string) error
 	BucketExists(ctx context.Context, bucket string) (bool, error)
 

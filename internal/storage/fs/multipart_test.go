@@ -268,3 +268,27 @@ func TestMultipartManyParts(t *testing.T) {
 		t.Fatalf("assembled %q..., want %q...", got[:20], want[:20])
 	}
 }
+
+// TestDeleteBucketDropsPartFiles: deleting a bucket whose only content is
+// open uploads aborts them, and their parts' data files go with them.
+func TestDeleteBucketDropsPartFiles(t *testing.T) {
+	s, dir := newStore(t)
+	ctx := context.Background()
+	for _, key := range []string{"a", "b/c"} {
+		up, err := s.CreateUpload(ctx, "b", key, storage.ObjectMeta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		putPart(t, s, key, up.UploadID, 1, []byte("one"))
+		putPart(t, s, key, up.UploadID, 2, []byte("two"))
+	}
+	if n := len(dataFiles(t, dir)); n != 4 {
+		t.Fatalf("%d data files before, want 4", n)
+	}
+	if err := s.DeleteBucket(ctx, "b"); err != nil {
+		t.Fatalf("DeleteBucket: %v", err)
+	}
+	if f := dataFiles(t, dir); len(f) != 0 {
+		t.Fatalf("data files left: %v", f)
+	}
+}

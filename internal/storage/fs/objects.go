@@ -36,24 +36,47 @@ func (s *Store) CreateBucket(ctx context.Context, bucket string) error {
 	})
 }
 
-// DeleteBucket removes an empty bucket.
+// DeleteBucket removes a bucket that holds no objects, aborting its open
+// multipart uploads as S3 does: uploads alone do not keep a bucket alive.
+// The check and the removal are one transaction, so an object stored
+// meanwhile either keeps the bucket or finds it gone.
 func (s *Store) DeleteBucket(ctx context.Context, bucket string) error {
-	return s.update(ctx, func(tx *bolt.Tx) error {
+	var dropped []string
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		dropped = nil
 		b, err := bucketOf(tx, bucket)
 		if err != nil {
 			return err
 		}
-		for _, name := range [][]byte{objBucket, uplBucket} {
-			sb, err := sub(b, name)
-			if err != nil {
+		objs, err := sub(b, objBucket)
+		if err != nil {
+			return err
+		}
+		if k, _ := objs.Cursor().First(); k != nil {
+			return fmt.Errorf("fs: bucket %q: %w", bucket, storage.ErrBucketNotEmpty)
+		}
+		prt, err := sub(b, prtBucket)
+		if err != nil {
+			return err
+		}
+		// The parts' data files go once the index no longer has them.
+		if err := prt.ForEach(func(_, v []byte) error {
+			var rec partRecord
+			if err := decode(v, &rec); err != nil {
 				return err
 			}
-			if k, _ := sb.Cursor().First(); k != nil {
-				return fmt.Errorf("fs: bucket %q: %w", bucket, storage.ErrBucketNotEmpty)
-			}
+			dropped = append(dropped, rec.File)
+			return nil
+		}); err != nil {
+			return err
 		}
 		return tx.Bucket(rootBucket).DeleteBucket([]byte(bucket))
 	})
+	if err != nil {
+		return err
+	}
+	s.removeData(dropped...)
+	return nil
 }
 
 // BucketExists reports whether bucket exists.

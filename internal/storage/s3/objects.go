@@ -113,11 +113,33 @@ func (b *Backend) notFound(ctx context.Context, bucket string, err error) error 
 	return err
 }
 
-// DeleteBucket removes the marker once no object or upload remains.
+// DeleteBucket removes a Facet bucket that holds no objects. Its open
+// multipart uploads are aborted on the backend first, as S3 does (uploads
+// alone do not keep a bucket alive), the backend's own streaming uploads
+// of interrupted PutObjects included, so nothing under the bucket's prefix
+// outlives it.
 func (b *Backend) DeleteBucket(ctx context.Context, bucket string) error {
 	if err := b.needBucket(ctx, bucket); err != nil {
 		return err
 	}
+	if err := b.checkNoObjects(ctx, bucket); err != nil {
+		return err
+	}
+	if err := b.abortAllUploads(ctx, bucket); err != nil {
+		return err
+	}
+	// A CompleteMultipartUpload that won the race with the aborts made an
+	// object: that keeps the bucket, as it would have a moment earlier.
+	if err := b.checkNoObjects(ctx, bucket); err != nil {
+		return err
+	}
+	b.known.Delete(bucket)
+	return b.deleteKey(ctx, b.markerKey(bucket))
+}
+
+// checkNoObjects fails with storage.ErrBucketNotEmpty when an object is
+// stored under the bucket's prefix.
+func (b *Backend) checkNoObjects(ctx context.Context, bucket string) error {
 	prefix := b.root + bucket + "/"
 	cctx, cancel := b.call(ctx)
 	defer cancel()
@@ -128,15 +150,42 @@ func (b *Backend) DeleteBucket(ctx context.Context, bucket string) error {
 	if len(lo.Contents) > 0 {
 		return fmt.Errorf("s3 backend: bucket %q: %w", bucket, storage.ErrBucketNotEmpty)
 	}
-	lu, err := b.cli.ListMultipartUploads(cctx, &s3.ListMultipartUploadsInput{Bucket: &b.bucket, Prefix: &prefix, MaxUploads: aws.Int32(1)})
-	if err != nil {
-		return mapErr(err)
+	return nil
+}
+
+// abortAllUploads aborts every backend upload under the bucket's prefix:
+// Facet's (with their sidecars) through AbortUpload, the others directly.
+func (b *Backend) abortAllUploads(ctx context.Context, bucket string) error {
+	prefix := b.root + bucket + "/"
+	in := &s3.ListMultipartUploadsInput{Bucket: &b.bucket, Prefix: &prefix}
+	for {
+		cctx, cancel := b.call(ctx)
+		lu, err := b.cli.ListMultipartUploads(cctx, in)
+		cancel()
+		if err != nil {
+			return mapErr(err)
+		}
+		for _, u := range lu.Uploads {
+			full, id := aws.ToString(u.Key), aws.ToString(u.UploadId)
+			err := b.AbortUpload(ctx, bucket, strings.TrimPrefix(full, prefix), id)
+			if errors.Is(err, storage.ErrUploadNotFound) {
+				// No Facet sidecar: a streaming PutObject's own upload.
+				cctx, cancel := b.call(ctx)
+				_, err = b.cli.AbortMultipartUpload(cctx, &s3.AbortMultipartUploadInput{Bucket: &b.bucket, Key: &full, UploadId: &id})
+				cancel()
+				if err = mapErr(err); errors.Is(err, storage.ErrUploadNotFound) || isNotFound(err) {
+					err = nil
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("s3 backend: bucket %q: abort upload %q: %w", bucket, id, err)
+			}
+		}
+		if !aws.ToBool(lu.IsTruncated) {
+			return nil
+		}
+		in.KeyMarker, in.UploadIdMarker = lu.NextKeyMarker, lu.NextUploadIdMarker
 	}
-	if len(lu.Uploads) > 0 {
-		return fmt.Errorf("s3 backend: bucket %q has uploads: %w", bucket, storage.ErrBucketNotEmpty)
-	}
-	b.known.Delete(bucket)
-	return b.deleteKey(ctx, b.markerKey(bucket))
 }
 
 // readFull fills buf from r, returning how many bytes and whether r ended.

@@ -120,6 +120,41 @@ func TestInternalObjectsCleaned(t *testing.T) {
 	}
 }
 
+// TestDeleteBucketAbortsUploads: a bucket whose only content is open
+// uploads is deleted, and nothing of them stays on the backend: Facet's
+// uploads, their sidecars, and a streaming PutObject's own upload left by
+// a crash (made here directly on the backend).
+func TestDeleteBucketAbortsUploads(t *testing.T) {
+	b := newBackend(t)
+	ctx := context.Background()
+	for _, key := range []string{"mp", "dir/mp"} {
+		up, err := b.CreateUpload(ctx, "b", key, storage.ObjectMeta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.PutPart(ctx, "b", key, up.UploadID, 1, storage.PutInput{Body: strings.NewReader("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full := b.objKey("b", "crashed-put")
+	if _, err := b.cli.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b.bucket, Key: &full}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteBucket(ctx, "b"); err != nil {
+		t.Fatalf("DeleteBucket: %v", err)
+	}
+	lu, err := b.cli.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &b.bucket})
+	if err != nil || len(lu.Uploads) != 0 {
+		t.Fatalf("backend uploads left: %d, %v", len(lu.Uploads), err)
+	}
+	if n := countKeys(t, b, b.root+".facet/uploads/"); n != 0 {
+		t.Fatalf("%d upload sidecars left", n)
+	}
+	if ok, err := b.BucketExists(ctx, "b"); err != nil || ok {
+		t.Fatalf("BucketExists after delete = %v, %v", ok, err)
+	}
+}
+
 func countKeys(t *testing.T, b *Backend, prefix string) int {
 	t.Helper()
 	out, err := b.cli.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: &b.bucket, Prefix: &prefix})

@@ -115,21 +115,36 @@ func testBuckets(t *testing.T, b storage.Backend) {
 	}
 	WantErr(t, b.DeleteBucket(ctx, "nope"), storage.ErrBucketNotFound)
 	Put(t, b, "b", "k", []byte("x"), storage.ObjectMeta{})
+	// Open multipart uploads, one with a part: with an object beside them
+	// the bucket stays, uploads and all.
+	var ups []storage.Upload
+	for _, key := range []string{"u", "v/w"} {
+		up, err := b.CreateUpload(ctx, "b", key, storage.ObjectMeta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ups = append(ups, up)
+	}
+	part := []byte("part")
+	if _, err := b.PutPart(ctx, "b", "u", ups[0].UploadID, 1, storage.PutInput{Body: bytes.NewReader(part), Seal: func(m *storage.ObjectMeta) error {
+		m.ETag, m.Size = ETag(part), int64(len(part))
+		return nil
+	}}); err != nil {
+		t.Fatalf("PutPart: %v", err)
+	}
 	WantErr(t, b.DeleteBucket(ctx, "b"), storage.ErrBucketNotEmpty)
+	if _, err := b.GetUpload(ctx, "b", "u", ups[0].UploadID); err != nil {
+		t.Fatalf("upload gone after a refused DeleteBucket: %v", err)
+	}
 	if err := b.DeleteObject(ctx, "b", "k"); err != nil {
 		t.Fatal(err)
 	}
-	up, err := b.CreateUpload(ctx, "b", "u", storage.ObjectMeta{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	WantErr(t, b.DeleteBucket(ctx, "b"), storage.ErrBucketNotEmpty)
-	if err := b.AbortUpload(ctx, "b", "u", up.UploadID); err != nil {
-		t.Fatal(err)
-	}
+	// Uploads alone do not keep a bucket: S3 aborts them and deletes it.
 	if err := b.DeleteBucket(ctx, "b"); err != nil {
-		t.Fatalf("DeleteBucket(empty): %v", err)
+		t.Fatalf("DeleteBucket(only uploads): %v", err)
 	}
+	_, err := b.GetUpload(ctx, "b", "u", ups[0].UploadID)
+	WantErr(t, err, storage.ErrBucketNotFound)
 	if ok, _ := b.BucketExists(ctx, "b"); ok {
 		t.Fatal("bucket still exists after delete")
 	}
@@ -141,6 +156,21 @@ func testBuckets(t *testing.T, b storage.Backend) {
 	WantErr(t, err, storage.ErrBucketNotFound)
 	_, err = b.CreateUpload(ctx, "b", "k", storage.ObjectMeta{})
 	WantErr(t, err, storage.ErrBucketNotFound)
+
+	// A bucket made again under the name inherits none of the uploads.
+	if err := b.CreateBucket(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if lu, err := b.ListUploads(ctx, "b", storage.ListUploadsOptions{}); err != nil || len(lu.Uploads) != 0 {
+		t.Fatalf("ListUploads of the new bucket = %+v, %v", lu, err)
+	}
+	for _, up := range ups {
+		_, err := b.GetUpload(ctx, "b", up.Key, up.UploadID)
+		WantErr(t, err, storage.ErrUploadNotFound)
+	}
+	if err := b.DeleteBucket(ctx, "b"); err != nil {
+		t.Fatalf("DeleteBucket(new, empty): %v", err)
+	}
 }
 
 func testObjects(t *testing.T, b storage.Backend) {
