@@ -81,3 +81,28 @@ func TestQoSWriters(t *testing.T) {
 		t.Fatalf("table:\n%s", txt.String())
 	}
 }
+
+// The asymmetric scenario's model is the worked example of docs/qos.md:
+// 22.5 (gw-b), 17.5 + 1.25, 7.5 + 1.25; the table prints each error.
+func TestQoSAsymmetricModel(t *testing.T) {
+	o := QoSOptions{CapacityPerNode: 25e6}
+	o.defaults()
+	got := asymModel(o)
+	want := [][2]float64{{0, 22.5}, {17.5, 1.25}, {7.5, 1.25}}
+	for i := range want {
+		for n := range 2 {
+			if math.Abs(got[i][n]-want[i][n]) > 1e-6 {
+				t.Fatalf("model %v, want %v", got, want)
+			}
+		}
+	}
+	r := QoSScenarios{Window: 8 * time.Second, Tenants: qosTenants, Capacity: 25, Want: got,
+		Measured: [][2]float64{{0, 22.3}, {17.5, 1.25}, {7.5, 1.25}}, MaxErr: 0.009, MinShare: 0.05, Reserved: 1900, Plain: 1950, IdleErr: 0.026, ObjectMiB: 64}
+	var b bytes.Buffer
+	WriteQoSScenarios(&b, r)
+	for _, s := range []string{"| t1 | 0.00 | 22.30 | 22.30 | 0.00/22.50/22.50 | 0.9% |", "max error fleet-wide 0.9%", "error against the model (the same speed) 2.6%"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("missing %q in\n%s", s, b.String())
+		}
+	}
+}

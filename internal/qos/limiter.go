@@ -380,10 +380,10 @@ func (p provisional) share(f *flow, res float64) float64 {
 		n++
 		reserved += res
 	}
-	if reserved >= p.room {
+	if reserved > 0 && reserved >= p.room {
 		return res * p.room / reserved
 	}
-	return res + (p.room-reserved)/float64(max(n, 1))
+	return res + max(p.room-reserved, 0)/float64(max(n, 1))
 }
 
 // provisionalLocked computes the node's provisional room; extra is a flow
@@ -455,6 +455,9 @@ func (l *Limiter) applyLocked(f *flow, now time.Time, pv provisional) {
 
 // changed reports a rate change worth waking waiters for (0.5%).
 func changed(old, new float64) bool {
+	if math.IsNaN(old) || math.IsNaN(new) {
+		return !math.IsNaN(new)
+	}
 	if math.IsInf(old, 1) || math.IsInf(new, 1) {
 		return math.IsInf(old, 1) != math.IsInf(new, 1)
 	}

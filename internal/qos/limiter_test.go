@@ -365,3 +365,24 @@ func TestNoProvisionalShareWithoutCapacity(t *testing.T) {
 		t.Fatalf("rate %v, want unlimited", r)
 	}
 }
+
+// When the assignment already hands out the whole capacity, a new flow
+// starts at the trickle, and takes its assigned rate once named (a 0/0
+// share once left a flow unlimited for good: a NaN rate never changed).
+func TestProvisionalShareOfAFullNode(t *testing.T) {
+	c := newFakeClock()
+	l := NewLimiter(LimiterConfig{Node: "n1", Capacity: 50e6, Now: c.Now})
+	l.Apply("c", 1, Rates{"t1": {ClassGet: 50e6}})
+	st, err := l.Admit(context.Background(), "t2", ClassGet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Done()
+	if r := st.f.bytes.Bucket.Rate(); r != MinRate || st.f.source != SourceProvisional {
+		t.Fatalf("new flow on a full node: %v %s, want the trickle", r, st.f.source)
+	}
+	l.Apply("c", 2, Rates{"t1": {ClassGet: 45e6}, "t2": {ClassGet: 5e6}})
+	if r := st.f.bytes.Bucket.Rate(); r != 5e6 {
+		t.Fatalf("named: %v, want 5e6", r)
+	}
+}
