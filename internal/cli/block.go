@@ -57,6 +57,7 @@ func newBlockCommand() *cobra.Command {
 	f.StringVar(&opts.AdminToken, "admin-token", "", "admin bearer token (generated and printed once when unset)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGTERM")
+	listenerFlags(f, &opts)
 	addBlockFlags(f, &opts.Block)
 	return cmd
 }

@@ -48,6 +48,7 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&opts.AdminAddr, "admin-addr", "", "serve /healthz (the lease's state) and the admin API here (tenants, keys, groups, data keys, policies, metrics, controllers, nodes; what needs a gateway answers 501); empty opens no port")
 	f.StringVar(&opts.AdminToken, "admin-token", "", "bearer token for GET /v1/controllers; prefer FACET_ADMIN_TOKEN")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	listenerFlags(f, &opts)
 	qosFlags(f, &opts.QoS, false)
 	disableControllerFlag(f, &opts.DisabledControllers)
 	return cmd

@@ -68,6 +68,7 @@ func requestFlags(f *pflag.FlagSet, opts *server.Options, logLevel *string) {
 	f.StringSliceVar(&opts.Domains, "domain", []string{"localhost"}, "base domains for virtual-host style requests (<bucket>.<domain>)")
 	f.StringVar(logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGTERM")
+	listenerFlags(f, opts)
 	f.StringVar(&opts.MetricsToken, "metrics-token", "", "bearer token for the admin listener's /metrics only (the admin token works there too); prefer FACET_METRICS_TOKEN")
 	f.BoolVar(&opts.MetricsBucketLabels, "metrics-bucket-labels", false, "add bucket labels to the Prometheus request and byte counters (one series set per bucket)")
 	f.StringVar(&opts.Node, "node", "", "this gateway's name in workload-metric samples (default: host name and a random suffix)")
@@ -78,4 +79,12 @@ func requestFlags(f *pflag.FlagSet, opts *server.Options, logLevel *string) {
 	f.StringVar(&opts.CacheDir, "cache-dir", "", "local fast disk for the caching filter's object cache (default: DATA/cache for serve; none for gateway)")
 	f.StringVar(&opts.WasmCacheDir, "wasm-cache-dir", "", "compiled WASM filter modules, reused across restarts (default: DATA/wasm/cache for serve; the user's cache directory, e.g. ~/.cache/facet/wasm, for gateway; \"off\" for none)")
 	f.DurationVar(&opts.TrashPurgeEvery, "trash-purge-every", 10*time.Minute, "how often the recycle bin purges objects past their max_time")
+}
+
+// listenerFlags are the timeouts of every HTTP listener (serve, gateway,
+// block, controller).
+func listenerFlags(f *pflag.FlagSet, opts *server.Options) {
+	f.DurationVar(&opts.IdleTimeout, "idle-timeout", 2*time.Minute, "close a keep-alive connection idle this long (every HTTP listener; negative: never)")
+	f.DurationVar(&opts.BodyReadTimeout, "body-read-timeout", 30*time.Second, "cut a request whose body stops arriving for this long, with RequestTimeout; also the grace before --body-min-rate applies (negative: no deadline)")
+	f.Int64Var(&opts.BodyMinRate, "body-min-rate", 1024, "slowest average rate, in bytes per second, a request body may arrive at after --body-read-timeout (negative: no minimum)")
 }

@@ -50,27 +50,30 @@ var (
 	// module) failed on this data: it trapped, ran out of time or memory,
 	// wrote too much or exited non-zero. Not retryable as such (4xx); the
 	// message names the filter and the reason.
-	FilterFailed              = Code{"FilterFailed", http.StatusUnprocessableEntity, "A filter of this request's pipeline failed."}
-	InternalError             = Code{"InternalError", http.StatusInternalServerError, "We encountered an internal error. Please try again."}
-	InvalidAccessKeyID        = Code{"InvalidAccessKeyId", http.StatusForbidden, "The AWS Access Key Id you provided does not exist in our records."}
-	InvalidArgument           = Code{"InvalidArgument", http.StatusBadRequest, "Invalid Argument"}
-	InvalidBucketName         = Code{"InvalidBucketName", http.StatusBadRequest, "The specified bucket is not valid."}
-	InvalidDigest             = Code{"InvalidDigest", http.StatusBadRequest, "The Content-MD5 you specified is not valid."}
-	InvalidPart               = Code{"InvalidPart", http.StatusBadRequest, "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag."}
-	InvalidPartOrder          = Code{"InvalidPartOrder", http.StatusBadRequest, "The list of parts was not in ascending order. Parts must be ordered by part number."}
-	InvalidRange              = Code{"InvalidRange", http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable"}
-	InvalidRequest            = Code{"InvalidRequest", http.StatusBadRequest, "Invalid Request"}
-	KeyTooLongError           = Code{"KeyTooLongError", http.StatusBadRequest, "Your key is too long"}
-	MalformedXML              = Code{"MalformedXML", http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."}
-	MetadataTooLarge          = Code{"MetadataTooLarge", http.StatusBadRequest, "Your metadata headers exceed the maximum allowed metadata size."}
-	MethodNotAllowed          = Code{"MethodNotAllowed", http.StatusMethodNotAllowed, "The specified method is not allowed against this resource."}
-	MissingContentLength      = Code{"MissingContentLength", http.StatusLengthRequired, "You must provide the Content-Length HTTP header."}
-	MissingSecurityHeader     = Code{"MissingSecurityHeader", http.StatusBadRequest, "Your request is missing a required header."}
-	NoSuchBucket              = Code{"NoSuchBucket", http.StatusNotFound, "The specified bucket does not exist."}
-	NoSuchKey                 = Code{"NoSuchKey", http.StatusNotFound, "The specified key does not exist."}
-	NoSuchUpload              = Code{"NoSuchUpload", http.StatusNotFound, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."}
-	NotImplemented            = Code{"NotImplemented", http.StatusNotImplemented, "A header you provided implies functionality that is not implemented."}
-	PreconditionFailed        = Code{"PreconditionFailed", http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold."}
+	FilterFailed          = Code{"FilterFailed", http.StatusUnprocessableEntity, "A filter of this request's pipeline failed."}
+	InternalError         = Code{"InternalError", http.StatusInternalServerError, "We encountered an internal error. Please try again."}
+	InvalidAccessKeyID    = Code{"InvalidAccessKeyId", http.StatusForbidden, "The AWS Access Key Id you provided does not exist in our records."}
+	InvalidArgument       = Code{"InvalidArgument", http.StatusBadRequest, "Invalid Argument"}
+	InvalidBucketName     = Code{"InvalidBucketName", http.StatusBadRequest, "The specified bucket is not valid."}
+	InvalidDigest         = Code{"InvalidDigest", http.StatusBadRequest, "The Content-MD5 you specified is not valid."}
+	InvalidPart           = Code{"InvalidPart", http.StatusBadRequest, "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag."}
+	InvalidPartOrder      = Code{"InvalidPartOrder", http.StatusBadRequest, "The list of parts was not in ascending order. Parts must be ordered by part number."}
+	InvalidRange          = Code{"InvalidRange", http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable"}
+	InvalidRequest        = Code{"InvalidRequest", http.StatusBadRequest, "Invalid Request"}
+	KeyTooLongError       = Code{"KeyTooLongError", http.StatusBadRequest, "Your key is too long"}
+	MalformedXML          = Code{"MalformedXML", http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."}
+	MetadataTooLarge      = Code{"MetadataTooLarge", http.StatusBadRequest, "Your metadata headers exceed the maximum allowed metadata size."}
+	MethodNotAllowed      = Code{"MethodNotAllowed", http.StatusMethodNotAllowed, "The specified method is not allowed against this resource."}
+	MissingContentLength  = Code{"MissingContentLength", http.StatusLengthRequired, "You must provide the Content-Length HTTP header."}
+	MissingSecurityHeader = Code{"MissingSecurityHeader", http.StatusBadRequest, "Your request is missing a required header."}
+	NoSuchBucket          = Code{"NoSuchBucket", http.StatusNotFound, "The specified bucket does not exist."}
+	NoSuchKey             = Code{"NoSuchKey", http.StatusNotFound, "The specified key does not exist."}
+	NoSuchUpload          = Code{"NoSuchUpload", http.StatusNotFound, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."}
+	NotImplemented        = Code{"NotImplemented", http.StatusNotImplemented, "A header you provided implies functionality that is not implemented."}
+	PreconditionFailed    = Code{"PreconditionFailed", http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold."}
+	// RequestTimeout: the request body stopped arriving (or arrived below
+	// the listener's minimum transfer rate), so the connection was cut.
+	RequestTimeout            = Code{"RequestTimeout", http.StatusBadRequest, "Your socket connection to the server was not read from or written to within the timeout period. Idle connections will be closed."}
 	RequestTimeTooSkewed      = Code{"RequestTimeTooSkewed", http.StatusForbidden, "The difference between the request time and the server's time is too large."}
 	SignatureDoesNotMatch     = Code{"SignatureDoesNotMatch", http.StatusForbidden, "The request signature we calculated does not match the signature you provided. Check your key and signing method."}
 	SlowDown                  = Code{"SlowDown", http.StatusServiceUnavailable, "Please reduce your request rate."}

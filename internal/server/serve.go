@@ -165,7 +165,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		Locality: locator(backend), Node: opts.Node, Nodes: fleetNodes{self: self, fleet: qr.fleet}, Context: cr.api()})
 
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
-	s.listen("s3", opts.S3Addr, &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: errLog})
+	s.listen("s3", opts.S3Addr, &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errLog})
 	adminSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
 	s.mountDashboard(adminSrv, adminHandler, token, store, work.agg)
 	s.listen("admin", opts.AdminAddr, adminSrv)

@@ -70,6 +70,18 @@ type Options struct {
 	Region          string
 	Domains         []string
 	ShutdownTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection of any HTTP listener
+	// idle this long; 0 means two minutes, negative none.
+	IdleTimeout time.Duration
+	// BodyReadTimeout is the longest a request body may stop arriving
+	// on any HTTP listener, and the grace before BodyMinRate applies; the
+	// request then ends in RequestTimeout (timeouts.go). 0 means 30 s,
+	// negative no body deadline.
+	BodyReadTimeout time.Duration
+	// BodyMinRate is the slowest a request body may arrive on average
+	// (bytes per second) after BodyReadTimeout; 0 means 1024, negative
+	// none.
+	BodyMinRate int64
 	// NoSync disables fsync; only for benchmarks.
 	NoSync bool
 	// IOModel is how the embedded backend reads for GETs: "per-stream"
@@ -304,6 +316,7 @@ func (s *Server) start() error {
 		l.ln = ln
 	}
 	for _, l := range s.listeners {
+		s.opts.timeouts().apply(l.srv)
 		l.srv.Handler = l.track(l.srv.Handler)
 		s.startGoroutine(l.name+" listener", func() {
 			if err := l.srv.Serve(l.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

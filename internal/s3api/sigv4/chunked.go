@@ -60,7 +60,13 @@ func badTrailer(format string, args ...any) *s3err.Error {
 	return &s3err.Error{Code: malformedTrailer, Err: fmt.Errorf(format, args...)}
 }
 
+// incomplete is a body that ended early; an S3 error of the body's
+// source (a RequestTimeout when the body stopped arriving) is kept.
 func incomplete(err error) *s3err.Error {
+	var se *s3err.Error
+	if errors.As(err, &se) {
+		return se
+	}
 	return s3err.Wrap(s3err.IncompleteBody, err)
 }
 

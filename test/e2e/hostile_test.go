@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Attacks from a tenant's (or a stranger's) position on the listeners
+// (issue 22): slow bodies, idle connections, credential guessing, replayed
+// signatures.
+
+// startServeArgs starts `facet serve` with extra flags.
+func startServeArgs(t *testing.T, extra ...string) *server {
+	t.Helper()
+	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: testToken(), done: make(chan struct{})}
+	args := append([]string{"serve", "--data", s.dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr, "--admin-token", s.token}, extra...)
+	if err := s.launch(args, nil); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// testToken is an admin token long enough for the server's minimum.
+func testToken() string { return "e2e-admin-" + randHex(16) }
+
+// rawRequest sends head (request line and headers, without the blank line
+// ending them) with Content-Length: length, then the body in pieces, one
+// every gap, and returns the status line and the response, or the error
+// that ended reading it.
+func rawRequest(t *testing.T, addr, head string, length int, pieces []string, gap time.Duration) (*http.Response, time.Duration, error) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	start := time.Now()
+	if _, err := fmt.Fprintf(c, "%s\r\nContent-Length: %d\r\n\r\n", head, length); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for _, p := range pieces {
+			if _, err := io.WriteString(c, p); err != nil {
+				return
+			}
+			time.Sleep(gap)
+		}
+	}()
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return nil, time.Since(start), err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body = io.NopCloser(strings.NewReader(string(body)))
+	return resp, time.Since(start), nil
+}
+
+// presignedPut is the request line and Host header of a presigned PUT.
+func presignedPut(t *testing.T, s *server, c creds, bucket, key string) string {
+	t.Helper()
+	req, err := s3.NewPresignClient(s.sdk(c)).PresignPutObject(ctxT(t), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}, s3.WithPresignExpires(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(req.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("PUT %s HTTP/1.1\r\nHost: %s", u.RequestURI(), u.Host)
+}
+
+// A body that stops arriving, or trickles below the minimum rate, is cut
+// with RequestTimeout soon after the deadline; a slow body that keeps
+// above the rate is stored.
+func TestSlowBodyCut(t *testing.T) {
+	s := startServeArgs(t, "--body-read-timeout", "1s", "--body-min-rate", "16", "--idle-timeout", "1s")
+	c := s.createTenant(t, "slow")
+	mkBucket(t, s.sdk(c), "slow")
+
+	// Declares 100 bytes, sends 5, then nothing.
+	resp, took, err := rawRequest(t, s.s3Addr, presignedPut(t, s, c, "slow", "stalled"), 100, []string{"hello"}, time.Hour)
+	if err != nil {
+		t.Fatalf("stalled PUT: no response after %v: %v", took, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "<Code>RequestTimeout</Code>") {
+		t.Fatalf("stalled PUT: %d %s; want 400 RequestTimeout", resp.StatusCode, body)
+	}
+	if took > 10*time.Second {
+		t.Errorf("stalled PUT cut after %v; want about the 1s deadline", took)
+	}
+
+	// One byte every 300 ms is about 3 B/s, under the 16 B/s minimum.
+	trickle := make([]string, 100)
+	for i := range trickle {
+		trickle[i] = "x"
+	}
+	resp, took, err = rawRequest(t, s.s3Addr, presignedPut(t, s, c, "slow", "trickle"), 100, trickle, 300*time.Millisecond)
+	if err != nil {
+		t.Fatalf("trickled PUT: no response after %v: %v", took, err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "<Code>RequestTimeout</Code>") || took > 15*time.Second {
+		t.Fatalf("trickled PUT: %d %s after %v; want 400 RequestTimeout well before the 30 s it takes", resp.StatusCode, body, took)
+	}
+
+	// 10 bytes every 300 ms (about 33 B/s, longer than the 1 s deadline
+	// in all) keeps moving: stored.
+	moving := make([]string, 10)
+	for i := range moving {
+		moving[i] = "0123456789"
+	}
+	resp, took, err = rawRequest(t, s.s3Addr, presignedPut(t, s, c, "slow", "moving"), 100, moving, 300*time.Millisecond)
+	if err != nil {
+		t.Fatalf("slow but moving PUT: %v after %v", err, took)
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("slow but moving PUT: %d %s; want 200", resp.StatusCode, body)
+	}
+	if got, _ := getBytes(t, s.sdk(c), "slow", "moving"); string(got) != strings.Repeat("0123456789", 10) {
+		t.Errorf("slow but moving PUT stored %q", got)
+	}
+}
+
+// An idle keep-alive connection to the admin listener (and to S3) is
+// closed after --idle-timeout.
+func TestIdleConnectionClosed(t *testing.T) {
+	s := startServeArgs(t, "--idle-timeout", "1s")
+	for _, addr := range []string{s.adminAddr, s.s3Addr} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		start := time.Now()
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, err = br.ReadByte()
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !strings.Contains(fmt.Sprint(err), "reset") {
+			t.Fatalf("%s: idle keep-alive connection: %v after %v; want it closed by the server", addr, err, time.Since(start))
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s: idle connection closed after %v; want about 1s", addr, d)
+		}
+	}
+}
