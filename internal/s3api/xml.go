@@ -3,11 +3,13 @@ package s3api
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/facet-sds/facet/internal/s3err"
+	"github.com/facet-sds/facet/internal/xmlguard"
 )
 
 const s3NS = "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -39,10 +41,19 @@ func readBounded(body io.Reader) ([]byte, error) {
 }
 
 // xmlUnmarshalStrict decodes data into v, requiring the document element
-// to be named root; anything else is MalformedXML.
+// to be named root; anything else is MalformedXML. A document nested
+// deeper or holding more elements than xmlguard.Default is refused before
+// it is decoded: decoding costs far more than the body's size.
 func xmlUnmarshalStrict(data []byte, root string, v any) error {
 	if len(data) == 0 {
 		return s3err.New(s3err.MalformedXML)
+	}
+	if err := xmlguard.Default.Check(data); err != nil {
+		var le *xmlguard.LimitError
+		if errors.As(err, &le) {
+			return s3err.Newf(s3err.MalformedXML, "The XML you provided was not accepted: %v.", le)
+		}
+		return s3err.Wrap(s3err.MalformedXML, err)
 	}
 	dec := xml.NewDecoder(bytes.NewReader(data))
 	for {

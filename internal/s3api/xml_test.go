@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -49,6 +50,35 @@ func TestParseCompleteRequest(t *testing.T) {
 	for _, bad := range []string{"", "<CompleteMultipartUpload/>", "<x/>", "<CompleteMultipartUpload><Part>"} {
 		if _, err := parseCompleteRequest([]byte(bad)); asCode(err) != "MalformedXML" {
 			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// TestNestedXMLRefusedBeforeDecoding is issue 22's attack: 2 MiB of
+// nested elements in DeleteObjects or CompleteMultipartUpload cost ~70 MB
+// each to decode; they are refused by the pre-scan for a few kilobytes.
+func TestNestedXMLRefusedBeforeDecoding(t *testing.T) {
+	for _, root := range []string{"Delete", "CompleteMultipartUpload"} {
+		body := []byte("<" + root + ">" + strings.Repeat("<a>", (maxXMLBody-100)/3))
+		parse := func() error {
+			if root == "Delete" {
+				_, err := parseDeleteRequest(body)
+				return err
+			}
+			_, err := parseCompleteRequest(body)
+			return err
+		}
+		var err error
+		allocs := testing.AllocsPerRun(5, func() { err = parse() })
+		if asCode(err) != "MalformedXML" || !strings.Contains(err.Error(), "nested deeper than the maximum of 16") {
+			t.Fatalf("%s: %v; want MalformedXML naming the depth limit", root, err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_ = parse()
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > 256<<10 || allocs > 200 {
+			t.Errorf("%s: refusing 2 MiB of nesting allocated %d bytes in %.0f allocations; want < 256 KiB, < 200", root, got, allocs)
 		}
 	}
 }

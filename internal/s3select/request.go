@@ -12,9 +12,12 @@ package s3select
 
 import (
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/facet-sds/facet/internal/xmlguard"
 )
 
 // Request is a SelectObjectContentRequest.
@@ -91,6 +94,13 @@ func ParseRequest(r io.Reader) (*Request, error) {
 	}
 	if len(body) > maxRequestBody {
 		return nil, newError(CodeMalformedXML, "the request body exceeds %d bytes", maxRequestBody)
+	}
+	if err := xmlguard.Default.Check(body); err != nil {
+		var le *xmlguard.LimitError
+		if errors.As(err, &le) {
+			return nil, newError(CodeMalformedXML, "the XML you provided was not accepted: %v", le)
+		}
+		return nil, newError(CodeMalformedXML, "the XML you provided was not well-formed: %v", err)
 	}
 	req := &Request{}
 	if err := xml.Unmarshal(body, req); err != nil {

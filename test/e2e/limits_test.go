@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// TestHostileNestedXML is issue 22's attack on the XML decoders: 2 MiB of
+// nested elements, correctly signed, in DeleteObjects and
+// CompleteMultipartUpload. Each is refused with MalformedXML naming the
+// limit, 16 at a time, and the server's resident memory stays small (the
+// bodies were ~70 MB each to decode).
+func TestHostileNestedXML(t *testing.T) {
+	const (
+		concurrent = 16
+		limitMB    = 200
+	)
+	srv := startServer(t, t.TempDir())
+	c := srv.createTenant(t, "xmlbomb")
+	cl := srv.sdk(c)
+	mkBucket(t, cl, "xmlbomb")
+	up, err := cl.CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{Bucket: aws.String("xmlbomb"), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct{ name, path, root string }{
+		{"DeleteObjects", "/xmlbomb?delete", "Delete"},
+		{"CompleteMultipartUpload", "/xmlbomb/k?uploadId=" + url.QueryEscape(*up.UploadId), "CompleteMultipartUpload"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte("<" + tc.root + ">" + strings.Repeat("<a>", (2<<20-64)/3))
+			var wg sync.WaitGroup
+			errs := make(chan error, concurrent)
+			for range concurrent {
+				wg.Go(func() {
+					hdr := http.Header{}
+					if tc.root == "Delete" {
+						hdr.Set("Content-MD5", md5b64(body))
+					}
+					status, code, resp := srv.doRaw(t, c, http.MethodPost, tc.path, body, hdr)
+					if status != http.StatusBadRequest || code != "MalformedXML" || !bytes.Contains(resp, []byte("maximum of 16")) {
+						errs <- fmt.Errorf("status %d, code %q, body %.300s; want 400 MalformedXML naming the depth limit", status, code, resp)
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
+	}
+	hwm, err := procStatusKB(srv.pid(), "VmHWM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server peak RSS (VmHWM) after %d concurrent hostile bodies per operation: %d MB", concurrent, hwm/1024)
+	if hwm/1024 >= limitMB {
+		t.Errorf("server peak RSS %d MB; want < %d MB", hwm/1024, limitMB)
+	}
+}
