@@ -56,7 +56,7 @@ start_facet() {
 	mkdir -p "$dir"
 	s3="$(free_port)"
 	admin="$(free_port)"
-	token="$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
+	token="$(head -c 48 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
 	# shellcheck disable=SC2086
 	"$facet" serve --data "$dir/data" --s3-addr "127.0.0.1:$s3" --admin-addr "127.0.0.1:$admin" \
 		--admin-token "$token" --log-level warn ${FACET_SERVE_FLAGS:-} >"$dir/facet.log" 2>&1 &

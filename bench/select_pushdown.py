@@ -91,7 +91,7 @@ class Facet:
     def __init__(self, binary, d):
         self.binary, self.d = binary, d
         self.s3_addr, self.admin_addr = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
-        self.token = "bench-" + os.urandom(6).hex()
+        self.token = "bench-" + os.urandom(16).hex()
         self.log = open(os.path.join(d, "facet.log"), "ab")
         self.proc = subprocess.Popen([binary, "serve", "--data", os.path.join(d, "data"), "--s3-addr", self.s3_addr,
                                       "--admin-addr", self.admin_addr, "--admin-token", self.token],

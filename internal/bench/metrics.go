@@ -218,7 +218,7 @@ type serveProcess struct{ pid int }
 // loopback ports with args added, and returns a client for a fresh tenant. The
 // gateway's stop sends SIGTERM and waits.
 func startServeProcess(ctx context.Context, dir string, args ...string) (*gateway, *serveProcess, error) {
-	const token = "bench-token"
+	const token = "bench-token-0123456789abcdef0123456789"
 	s3, admin, stop, proc, err := startFacetProcess(nil, append([]string{"serve", "--data", dir, "--s3-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
 		"--admin-token", token, "--unsafe-no-fsync", "--log-level", "info"}, args...)...)
 	if err != nil {

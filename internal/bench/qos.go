@@ -131,7 +131,7 @@ func RunQoS(ctx context.Context, dir string, phases []QoSPhase, o QoSOptions) (Q
 	if err != nil {
 		return res, err
 	}
-	const token = "bench-token"
+	const token = "bench-token-0123456789abcdef0123456789"
 	capFlag := fmt.Sprintf("%.0f", o.CapacityPerNode)
 	common := []string{"--s3-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--admin-token", token, "--unsafe-no-fsync",
 		"--log-level", "info", "--qos-capacity", capFlag, "--no-workload-metrics", "--qos-algorithm", o.Algorithm}

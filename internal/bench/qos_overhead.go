@@ -79,7 +79,7 @@ type overheadServer struct {
 // RunQoSOverhead measures the cost of shaping, interleaved.
 func RunQoSOverhead(ctx context.Context, dir string, o QoSOverheadOptions) ([]QoSOverhead, error) {
 	o.defaults()
-	const token = "bench-token"
+	const token = "bench-token-0123456789abcdef0123456789"
 	var servers [2]*overheadServer
 	for i, off := range []bool{false, true} {
 		args := []string{"serve", "--data", filepath.Join(dir, fmt.Sprintf("ovh-%t", off)), "--s3-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",

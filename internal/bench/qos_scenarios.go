@@ -74,7 +74,7 @@ func runAsymmetric(ctx context.Context, dir string, o QoSOptions, res *QoSScenar
 	if err != nil {
 		return err
 	}
-	const token = "bench-token"
+	const token = "bench-token-0123456789abcdef0123456789"
 	common := []string{"--s3-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--admin-token", token, "--unsafe-no-fsync",
 		"--log-level", "info", "--qos-capacity", fmt.Sprintf("%.0f", o.CapacityPerNode), "--no-workload-metrics", "--qos-algorithm", o.Algorithm}
 	var nodes [2][2]string
@@ -186,7 +186,7 @@ func asymModel(o QoSOptions) [][2]float64 {
 }
 
 func runIdleReservation(ctx context.Context, dir string, o QoSOptions, res *QoSScenarios) error {
-	const token = "bench-token"
+	const token = "bench-token-0123456789abcdef0123456789"
 	s3, admin, stop, _, err := startFacetProcess(nil, "serve", "--data", dir, "--node", "idle", "--s3-addr", "127.0.0.1:0",
 		"--admin-addr", "127.0.0.1:0", "--admin-token", token, "--unsafe-no-fsync", "--log-level", "info", "--no-workload-metrics")
 	if err != nil {

@@ -175,7 +175,7 @@ func RunRemote(ctx context.Context, o RemoteOptions) (RemoteResult, error) {
 
 	mk := make([]byte, 32)
 	_, _ = rand.Read(mk)
-	const token = "bench-token"
+	const token = "bench-token-0123456789abcdef0123456789"
 	env := []string{"FACET_META=redis://" + redisAddr + "/0", "FACET_BUS=" + busSrv.URL(),
 		"FACET_BACKEND=s3://" + access + ":" + secret + "@" + vgwAddr + "/facet/bench?tls=false",
 		"FACET_MASTER_KEY=" + base64.StdEncoding.EncodeToString(mk), "FACET_ADMIN_TOKEN=" + token}

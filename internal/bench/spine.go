@@ -189,7 +189,7 @@ func startGateway(ctx context.Context, dir string) (*gateway, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
-	token := "bench-token"
+	token := "bench-token-0123456789abcdef0123456789"
 	go func() {
 		done <- server.Run(ctx, server.Options{
 			DataDir: dir, S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: token,

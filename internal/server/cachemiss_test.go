@@ -95,12 +95,12 @@ func TestCachedGetBackendCalls(t *testing.T) {
 	untilHit(v2)
 }
 
-// addPolicy adds a policy through the admin API at admin (token "tok");
+// addPolicy adds a policy through the admin API at admin (token testTok);
 // it is in force when the call returns.
 func addPolicy(t *testing.T, admin, text string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, "http://"+admin+"/api/v1/policies", strings.NewReader(text))
-	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Authorization", "Bearer "+testTok)
 	req.Header.Set("Content-Type", "text/plain")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

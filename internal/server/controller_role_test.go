@@ -111,7 +111,7 @@ func TestControllerRoleAdminAPI(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{Role: RoleController, DataDir: t.TempDir(), MetaURL: rds.URL(0, ""), BusURL: srv.URL(), Node: "c1",
-			AdminAddr: "127.0.0.1:0", AdminToken: "ctok", ShutdownTimeout: 5 * time.Second, Ready: func(_, a string) { ready <- a }}, slog.New(slog.DiscardHandler))
+			AdminAddr: "127.0.0.1:0", AdminToken: testCtok, ShutdownTimeout: 5 * time.Second, Ready: func(_, a string) { ready <- a }}, slog.New(slog.DiscardHandler))
 	}()
 	var addr string
 	select {
@@ -138,10 +138,10 @@ func TestControllerRoleAdminAPI(t *testing.T) {
 		return resp.StatusCode, b
 	}
 
-	if code, _ := call("tok", http.MethodGet, "/v1/tenants", ""); code != http.StatusUnauthorized {
+	if code, _ := call(testTok, http.MethodGet, "/v1/tenants", ""); code != http.StatusUnauthorized {
 		t.Fatalf("the gateway's token on the controller: %d, want 401", code)
 	}
-	code, body := call("ctok", http.MethodPost, "/v1/tenants", `{"name":"viactl"}`)
+	code, body := call(testCtok, http.MethodPost, "/v1/tenants", `{"name":"viactl"}`)
 	var key map[string]string
 	if err := json.Unmarshal(body, &key); err != nil || code != http.StatusCreated {
 		t.Fatalf("create tenant on the controller: %d %s", code, body)
@@ -153,7 +153,7 @@ func TestControllerRoleAdminAPI(t *testing.T) {
 	}
 
 	before := gw.policyVersion()
-	code, body = call("ctok", http.MethodPost, "/v1/policies", "FOR TENANT viactl DO SET compression")
+	code, body = call(testCtok, http.MethodPost, "/v1/policies", "FOR TENANT viactl DO SET compression")
 	var applied admin.PolicyApplied
 	if err := json.Unmarshal(body, &applied); err != nil || code/100 != 2 || len(applied.Policies) != 1 {
 		t.Fatalf("apply a policy on the controller: %d %s", code, body)
@@ -167,12 +167,12 @@ func TestControllerRoleAdminAPI(t *testing.T) {
 		t.Fatalf("the gateway does not list the policy: %d %s", code, body)
 	}
 
-	code, body = call("ctok", http.MethodGet, "/v1/controllers", "")
+	code, body = call(testCtok, http.MethodGet, "/v1/controllers", "")
 	var st controllerRoleStatus
 	if err := json.Unmarshal(body, &st); err != nil || code != http.StatusOK || st.ID != "c1" || st.Role != "controller" {
 		t.Fatalf("GET /v1/controllers: %d %s", code, body)
 	}
-	if code, body := call("ctok", http.MethodGet, "/v1/tenants/viactl/usage", ""); code != http.StatusNotImplemented {
+	if code, body := call(testCtok, http.MethodGet, "/v1/tenants/viactl/usage", ""); code != http.StatusNotImplemented {
 		t.Fatalf("usage (needs the object store) on the controller: %d %s, want 501", code, body)
 	}
 }

@@ -24,8 +24,8 @@ func TestServeMetrics(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{
-			DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: "tok",
-			MetricsToken: "scrape",
+			DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: testTok,
+			MetricsToken: testScrape,
 			// Above net/http's 5 s grace for connections that never
 			// sent a request.
 			ShutdownTimeout: 15 * time.Second,
@@ -57,7 +57,7 @@ func TestServeMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, b
 	}
-	code, body := admin(http.MethodPost, "/v1/tenants", "tok", `{"name":"acme"}`)
+	code, body := admin(http.MethodPost, "/v1/tenants", testTok, `{"name":"acme"}`)
 	var key map[string]string
 	if err := json.Unmarshal(body, &key); err != nil || code != http.StatusCreated {
 		t.Fatalf("create tenant: %d %s", code, body)
@@ -77,10 +77,10 @@ func TestServeMetrics(t *testing.T) {
 	if code, _ := admin(http.MethodGet, "/metrics", "", ""); code != http.StatusUnauthorized {
 		t.Fatalf("/metrics without a token: %d", code)
 	}
-	if code, _ := admin(http.MethodGet, "/v1/tenants", "scrape", ""); code != http.StatusUnauthorized {
+	if code, _ := admin(http.MethodGet, "/v1/tenants", testScrape, ""); code != http.StatusUnauthorized {
 		t.Fatalf("the metrics token opened the admin API: %d", code)
 	}
-	code, text := admin(http.MethodGet, "/metrics", "scrape", "")
+	code, text := admin(http.MethodGet, "/metrics", testScrape, "")
 	if code != http.StatusOK {
 		t.Fatalf("/metrics: %d %s", code, text)
 	}

@@ -24,7 +24,7 @@ func TestQoSThroughTheFrontEnd(t *testing.T) {
 	ctx := context.Background()
 	admin := func(method, path, body string) (int, []byte) {
 		req, _ := http.NewRequest(method, "http://"+adminAddr+"/v1"+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set("Authorization", "Bearer "+testTok)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

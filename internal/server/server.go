@@ -234,6 +234,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Role == "" {
 		opts.Role = RoleServe
 	}
+	if err := checkTokens(opts); err != nil {
+		return nil, err
+	}
 	s := &Server{opts: opts, log: opts.Logger, failed: make(chan error, 4)}
 	s.goroutines.running = map[string]int{}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -579,6 +582,22 @@ func localState(opts Options) (token string, generated bool, key []byte, err err
 	return token, generated, key, err
 }
 
+// MinTokenLen is the shortest admin or metrics bearer token a server
+// accepts: 32 bytes keep a token out of reach of guessing even at the
+// failed-auth rate limit's pace.
+const MinTokenLen = 32
+
+// checkTokens refuses a configured admin or metrics token shorter than
+// MinTokenLen (a generated one is 48 characters).
+func checkTokens(opts Options) error {
+	for _, tok := range []struct{ flag, val string }{{"--admin-token", opts.AdminToken}, {"--metrics-token", opts.MetricsToken}} {
+		if tok.val != "" && len(tok.val) < MinTokenLen {
+			return fmt.Errorf("%s is %d bytes; it must be at least %d (generate one with `openssl rand -hex 32`)", tok.flag, len(tok.val), MinTokenLen)
+		}
+	}
+	return nil
+}
+
 // adminToken returns the configured token, or the one generated on an
 // earlier start, or a new one (generated reports that it must be shown).
 func adminToken(opts Options) (token string, generated bool, err error) {
@@ -588,6 +607,9 @@ func adminToken(opts Options) (token string, generated bool, err error) {
 	path := filepath.Join(opts.DataDir, "admin.token")
 	if data, err := os.ReadFile(path); err == nil {
 		if t := strings.TrimSpace(string(data)); t != "" {
+			if len(t) < MinTokenLen {
+				return "", false, fmt.Errorf("%s holds a token of %d bytes; it must be at least %d (delete the file to generate a new one)", path, len(t), MinTokenLen)
+			}
 			return t, false, nil
 		}
 	}

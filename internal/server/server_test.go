@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,14 +36,14 @@ func startWithBackend(t *testing.T, backendURL string) (*s3.Client, string) {
 }
 
 // startWith is startForTest with options changed by opts; it also returns
-// the admin address (token "tok").
+// the admin address (token testTok).
 func startWith(t *testing.T, opts func(*Options)) (*s3.Client, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	o := Options{
-		DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: "tok",
+		DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: testTok,
 		// Above net/http's 5 s grace for connections that never sent a
 		// request (a client dials one more than it ends up using).
 		ShutdownTimeout: 15 * time.Second, Domains: []string{"localhost"},
@@ -62,7 +64,7 @@ func startWith(t *testing.T, opts func(*Options)) (*s3.Client, string, string) {
 		}
 	})
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addrs[1]+"/api/v1/tenants", strings.NewReader(`{"name":"tenant1"}`))
-	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Authorization", "Bearer "+testTok)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -137,5 +139,43 @@ func TestServeRoundTrip(t *testing.T) {
 	_, err = client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("bucket1")})
 	if apiCode(err) != "BucketNotEmpty" {
 		t.Fatalf("delete non-empty: %v", err)
+	}
+}
+
+// Bearer tokens of the tests: at least MinTokenLen bytes.
+const (
+	testTok    = "tok-0123456789abcdef0123456789abcdef"
+	testCtok   = "ctok-0123456789abcdef0123456789abcdef"
+	testScrape = "scrape-0123456789abcdef0123456789abcdef"
+)
+
+// An admin or metrics token shorter than MinTokenLen, given or stored, is
+// refused at start with a message naming it; nothing is opened.
+func TestShortTokenRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		opts       Options
+		stored     string
+	}{
+		{"admin", "--admin-token is 5 bytes; it must be at least 32", Options{AdminToken: "short"}, ""},
+		{"metrics", "--metrics-token is 6 bytes; it must be at least 32", Options{AdminToken: testTok, MetricsToken: "scrape"}, ""},
+		{"stored", "admin.token holds a token of 3 bytes", Options{}, "abc\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.DataDir, tc.opts.S3Addr, tc.opts.AdminAddr = t.TempDir(), "127.0.0.1:0", "127.0.0.1:0"
+			if tc.stored != "" {
+				if err := os.WriteFile(filepath.Join(tc.opts.DataDir, "admin.token"), []byte(tc.stored), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv, err := New(t.Context(), tc.opts)
+			if err == nil {
+				_ = srv.Shutdown(t.Context())
+				t.Fatal("a short token was accepted")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q; want it to say %q", err, tc.want)
+			}
+		})
 	}
 }

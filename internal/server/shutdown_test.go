@@ -48,7 +48,7 @@ func (s *slowBody) Read(p []byte) (int, error) {
 func startServer(t *testing.T, dir string, hook func(GoroutineCounts), creds aws.CredentialsProvider) (*Server, *s3.Client, string) {
 	t.Helper()
 	addrs := make(chan [2]string, 1)
-	srv, err := New(t.Context(), Options{DataDir: dir, S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: "tok",
+	srv, err := New(t.Context(), Options{DataDir: dir, S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: testTok,
 		Domains: []string{"localhost"}, Block: BlockOptions{Addr: "127.0.0.1:0"},
 		QoS:    QoSOptions{MultipartExpiry: time.Hour, MultipartSweep: time.Minute},
 		Logger: slog.New(slog.DiscardHandler), Ready: func(s3, admin string) { addrs <- [2]string{s3, admin} }, OnStoresClosing: hook})
@@ -63,7 +63,7 @@ func startServer(t *testing.T, dir string, hook func(GoroutineCounts), creds aws
 		return srv, s3.New(s3.Options{BaseEndpoint: aws.String("http://" + a[0]), Region: "us-east-1", UsePathStyle: true, Credentials: creds}), a[0]
 	}
 	req, _ := http.NewRequest(http.MethodPost, "http://"+a[1]+"/v1/tenants", strings.NewReader(fmt.Sprintf(`{"name":"t%d"}`, time.Now().UnixNano()%1e6)))
-	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Authorization", "Bearer "+testTok)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestShutdownDrainsThenClosesStores(t *testing.T) {
 // A server that was built but never started shuts down cleanly, closing
 // what New opened; a second Shutdown is harmless.
 func TestShutdownWithoutStart(t *testing.T) {
-	srv, err := New(t.Context(), Options{DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: "tok",
+	srv, err := New(t.Context(), Options{DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: testTok,
 		Block: BlockOptions{Addr: "127.0.0.1:0"}})
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestStartFailsOnABusyPort(t *testing.T) {
 	}
 	defer busy.Close()
 	var atClose *GoroutineCounts
-	srv, err := New(t.Context(), Options{DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: busy.Addr().String(), AdminToken: "tok",
+	srv, err := New(t.Context(), Options{DataDir: t.TempDir(), S3Addr: "127.0.0.1:0", AdminAddr: busy.Addr().String(), AdminToken: testTok,
 		OnStoresClosing: func(c GoroutineCounts) { atClose = &c }})
 	if err != nil {
 		t.Fatal(err)

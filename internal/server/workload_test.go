@@ -33,7 +33,7 @@ func startTestGateway(t *testing.T, opts Options) *testGateway {
 	ctx, cancel := context.WithCancel(t.Context())
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
-	opts.DataDir, opts.S3Addr, opts.AdminAddr, opts.AdminToken = t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", "tok"
+	opts.DataDir, opts.S3Addr, opts.AdminAddr, opts.AdminToken = t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", testTok
 	opts.ShutdownTimeout = 5 * time.Second
 	opts.Ready = func(s3, admin string) { ready <- [2]string{s3, admin} }
 	go func() { done <- Run(ctx, opts, slog.New(slog.DiscardHandler)) }()
@@ -68,7 +68,7 @@ func startTestGateway(t *testing.T, opts Options) *testGateway {
 func (g *testGateway) do(method, path, body string) (int, []byte) {
 	g.t.Helper()
 	req, _ := http.NewRequest(method, g.admin+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Authorization", "Bearer "+testTok)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		g.t.Fatal(err)

@@ -72,7 +72,7 @@ func startCluster(t *testing.T, opts clusterOptions) *cluster {
 	}
 	c := &cluster{token: opts.Token}
 	if c.token == "" {
-		c.token = "fleet-admin-" + randHex(8)
+		c.token = "fleet-admin-" + randHex(16)
 	}
 	c.redis = startRedis(t)
 	busAddr := freeAddr(t)

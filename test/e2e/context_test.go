@@ -170,7 +170,7 @@ func TestContextClasses(t *testing.T) {
 // The priority controller is selected by flag; a priority controller
 // without background classes or capacity is refused at start, saying why.
 func TestContextPriorityControllerSelected(t *testing.T) {
-	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(8), done: make(chan struct{})}
+	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(16), done: make(chan struct{})}
 	if err := s.launch([]string{"serve", "--data", s.dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr, "--admin-token", s.token,
 		"--context-controller", "priority", "--context-background", "flush,compaction", "--context-capacity", "100MB/s",
 		"--context-threshold", "10MB/s", "--context-floor", "1MB/s", "--nbd-addr", freeAddr(t)}, nil); err != nil {
@@ -187,13 +187,13 @@ func TestContextPriorityControllerSelected(t *testing.T) {
 	}
 
 	cmd := exec.Command(facetBin, "serve", "--data", t.TempDir(), "--s3-addr", freeAddr(t), "--admin-addr", freeAddr(t),
-		"--admin-token", "x", "--context-controller", "priority", "--nbd-addr", freeAddr(t))
+		"--admin-token", testToken(), "--context-controller", "priority", "--nbd-addr", freeAddr(t))
 	msg, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(msg), "the priority controller needs --context-background") {
 		t.Fatalf("%v: %s", err, msg)
 	}
 	msg, err = exec.Command(facetBin, "serve", "--data", t.TempDir(), "--s3-addr", freeAddr(t), "--admin-addr", freeAddr(t),
-		"--admin-token", "x", "--context-controller", "silk", "--nbd-addr", freeAddr(t)).CombinedOutput()
+		"--admin-token", testToken(), "--context-controller", "silk", "--nbd-addr", freeAddr(t)).CombinedOutput()
 	if err == nil || !strings.Contains(string(msg), `context controller "silk"`) {
 		t.Fatalf("%v: %s", err, msg)
 	}
@@ -205,7 +205,7 @@ func TestContextPriorityControllerSelected(t *testing.T) {
 // to the floor, and it gets the spare back once the foreground is done.
 func TestContextPriorityYields(t *testing.T) {
 	const capacity, threshold, floor = 40_000_000, 4_000_000, 500_000
-	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(8), done: make(chan struct{})}
+	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(16), done: make(chan struct{})}
 	if err := s.launch([]string{"serve", "--data", s.dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr, "--admin-token", s.token,
 		"--context-controller", "priority", "--context-background", "compaction", "--context-capacity", "40MB/s",
 		"--context-threshold", "4MB/s", "--context-floor", "500KB/s", "--context-period", "250ms", "--nbd-addr", freeAddr(t)}, nil); err != nil {

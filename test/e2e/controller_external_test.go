@@ -31,7 +31,7 @@ func TestExternalController(t *testing.T) {
 	}
 	data := t.TempDir()
 	busAddr := freeAddr(t)
-	s := &server{t: t, dataDir: data, s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(8), done: make(chan struct{})}
+	s := &server{t: t, dataDir: data, s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(16), done: make(chan struct{})}
 	if err := s.launch([]string{"serve", "--data", data, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr, "--admin-token", s.token,
 		"--nbd-addr", "off", "--bus-listen", busAddr, "--disable-controller", "bandwidth"}, nil); err != nil {
 		t.Fatal(err)

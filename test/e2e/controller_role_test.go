@@ -37,7 +37,7 @@ func startController(t *testing.T, id string, env []string) *controllerProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &controllerProc{t: t, adminAddr: freeAddr(t), token: "ctl-" + randHex(8), logPath: logf.Name(), done: make(chan struct{})}
+	c := &controllerProc{t: t, adminAddr: freeAddr(t), token: "ctl-" + randHex(16), logPath: logf.Name(), done: make(chan struct{})}
 	c.cmd = exec.Command(facetBin, "controller", "--data", t.TempDir(), "--id", id, "--admin-addr", c.adminAddr, "--admin-token", c.token)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.Env = append(os.Environ(), env...)
@@ -152,7 +152,7 @@ func TestControllerRoleSeparateProcess(t *testing.T) {
 		"FACET_META=" + rds.URL(0, ""), "FACET_BUS=nats://" + busAddr, "FACET_METRICS_PERIOD=1s",
 		"FACET_MASTER_KEY=" + base64.StdEncoding.EncodeToString(mk),
 	}
-	srv := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(8), append([]string{"FACET_CONTROLLERS=false"}, env...))
+	srv := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(16), append([]string{"FACET_CONTROLLERS=false"}, env...))
 	c1 := startController(t, "c1", env)
 	c1.waitLease("held")
 

@@ -147,7 +147,7 @@ func (s *server) policyByID(t *testing.T, id string) dynPolicy {
 func TestDynamicBusDownAndBackUp(t *testing.T) {
 	addr := freeAddr(t)
 	bus := startBus(t, addr)
-	srv := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(8),
+	srv := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(16),
 		[]string{"FACET_BUS=nats://" + addr, "FACET_METRICS_PERIOD=1s"})
 	tenant := "busdown" + randHex(3)
 	c := srv.createTenant(t, tenant)

@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -163,6 +165,25 @@ func TestIdleConnectionClosed(t *testing.T) {
 		}
 		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("%s: idle connection closed after %v; want about 1s", addr, d)
+		}
+	}
+}
+
+// A short admin or metrics token is refused at start, saying why.
+func TestShortTokenRefusedAtStart(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{
+		{"--admin-token", "--admin-token is 8 bytes; it must be at least 32"},
+		{"--metrics-token", "--metrics-token is 8 bytes; it must be at least 32"},
+	} {
+		args := []string{"serve", "--data", t.TempDir(), "--s3-addr", freeAddr(t), "--admin-addr", freeAddr(t), tc.flag, "password"}
+		if tc.flag != "--admin-token" {
+			args = append(args, "--admin-token", testToken())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, facetBin, args...).CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("facet serve %s password: %v\n%s\nwant a refusal saying %q", tc.flag, err, out, tc.want)
 		}
 	}
 }

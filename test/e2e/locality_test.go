@@ -115,7 +115,7 @@ func TestLocalityEmbedded(t *testing.T) {
 // and what its HEAD tells.
 func TestLocalityRemote(t *testing.T) {
 	remote := s3test.Start(t)
-	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(8), done: make(chan struct{})}
+	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(16), done: make(chan struct{})}
 	if err := s.launch([]string{"serve", "--data", s.dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr,
 		"--admin-token", s.token, "--backend", remote.URL("gw")}, nil); err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestLocalityRemote(t *testing.T) {
 // pool, each a file in its pool's directory on a device of this node.
 func TestLocalityVolume(t *testing.T) {
 	data := t.TempDir()
-	srv := startBlockServer(t, data, "e2e-admin-"+randHex(8))
+	srv := startBlockServer(t, data, "e2e-admin-"+randHex(16))
 	srv.createTenant(t, "acme")
 	for _, p := range []string{"hdd1", "hdd2"} {
 		srv.mustCtl(t, "pool", "create", p, "--dir", filepath.Join(data, p), "--usage", "sequential", "--capacity", "100GiB", "--seq-bw", "200MB/s")
@@ -181,7 +181,7 @@ func TestLocalityVolume(t *testing.T) {
 // lists the device under the data with that stream's thread (one of the
 // server's threads), its flow and need; once the GET ends, no stream.
 func TestBandwidthPerDevice(t *testing.T) {
-	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(8), []string{"FACET_QOS_PERIOD=250ms"})
+	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(16), []string{"FACET_QOS_PERIOD=250ms"})
 	c := s.createTenant(t, "osd")
 	body := bytes.Repeat([]byte("per-device view "), 2<<20) // 32 MiB: a stream of its own
 	putOne(t, s, c, "osd-b", "big", body)

@@ -58,7 +58,7 @@ func TestDayOneLogsAndMetrics(t *testing.T) {
 	if gatewayTarget() {
 		t.Skip("reads facet serve's own log")
 	}
-	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(8), []string{"FACET_LOG_LEVEL=debug", "FACET_NBD_ADDR=" + freeAddr(t)})
+	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(16), []string{"FACET_LOG_LEVEL=debug", "FACET_NBD_ADDR=" + freeAddr(t)})
 	cr := s.createTenant(t, "logs"+randHex(3))
 	cl := s.sdk(cr)
 	ctx := context.Background()

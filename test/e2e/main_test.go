@@ -75,7 +75,7 @@ const startupTimeout = 30 * time.Second
 // then SIGKILL) when the test ends.
 func startServer(t *testing.T, dataDir string) *server {
 	t.Helper()
-	return startServerWithToken(t, dataDir, "e2e-admin-"+randHex(8))
+	return startServerWithToken(t, dataDir, "e2e-admin-"+randHex(16))
 }
 
 // startServerWithToken is startServer with a given admin token, so that a

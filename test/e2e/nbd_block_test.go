@@ -13,7 +13,7 @@ import (
 // policy language for a volume's filters, and NBD clients on its port.
 func TestNBDBlockStandalone(t *testing.T) {
 	data := t.TempDir()
-	token := "e2e-admin-" + randHex(8)
+	token := "e2e-admin-" + randHex(16)
 	var srv *blockServer
 	for attempt := 0; attempt < 3 && srv == nil; attempt++ {
 		s := &server{t: t, dataDir: data, adminAddr: freeAddr(t), token: token, done: make(chan struct{})}

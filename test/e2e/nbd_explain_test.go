@@ -64,7 +64,7 @@ func (ex volumeExplanation) filterNames() string {
 // lets go after the writes stop.
 func TestNBDVolumeExplainAndTriggers(t *testing.T) {
 	data := t.TempDir()
-	srv := startBlockServer(t, data, "e2e-admin-"+randHex(8))
+	srv := startBlockServer(t, data, "e2e-admin-"+randHex(16))
 	srv.createTenant(t, "acme")
 	srv.mustCtl(t, "pool", "create", "p", "--dir", filepath.Join(data, "pool"), "--capacity", "1GiB", "--usage", "best-effort")
 	for _, v := range []string{"sv", "dv"} {

@@ -13,7 +13,7 @@ import (
 // volume, and goes with its last one.
 func TestNBDDefaultPool(t *testing.T) {
 	data := t.TempDir()
-	srv := startBlockServer(t, data, "e2e-admin-"+randHex(8))
+	srv := startBlockServer(t, data, "e2e-admin-"+randHex(16))
 	srv.createTenant(t, "acme")
 	type pool struct {
 		Name     string   `json:"name"`

@@ -20,7 +20,7 @@ import (
 // non-loopback rule applied to loopback) refuses a client that skips TLS.
 func TestNBDPSK(t *testing.T) {
 	data := t.TempDir()
-	token := "e2e-admin-" + randHex(8)
+	token := "e2e-admin-" + randHex(16)
 	srv := startBlockServer(t, data, token)
 	srv.createTenant(t, "acme")
 	srv.createTenant(t, "bob")

@@ -132,7 +132,7 @@ func allBytes(b []byte, want byte) bool {
 
 func TestNBDClients(t *testing.T) {
 	data := t.TempDir()
-	srv := startBlockServer(t, data, "e2e-admin-"+randHex(8))
+	srv := startBlockServer(t, data, "e2e-admin-"+randHex(16))
 	pool := filepath.Join(data, "pool-ssd")
 	srv.createTenant(t, "acme")
 	srv.mustCtl(t, "pool", "create", "ssd", "--dir", pool, "--capacity", "4GiB", "--usage", "random", "--iops", "100000")
@@ -333,7 +333,7 @@ func httpGetAuth(t *testing.T, url, token string) (int, string, []byte) {
 // --nbd-require-tls a plain loopback client is refused.
 func TestNBDTLS(t *testing.T) {
 	data := t.TempDir()
-	token := "e2e-admin-" + randHex(8)
+	token := "e2e-admin-" + randHex(16)
 	srv := startBlockServer(t, data, token)
 	srv.createTenant(t, "acme")
 	srv.createTenant(t, "bob")
@@ -382,7 +382,7 @@ func TestNBDTLS(t *testing.T) {
 // server; a restart on the same directory serves it.
 func TestNBDCrash(t *testing.T) {
 	data := t.TempDir()
-	token := "e2e-admin-" + randHex(8)
+	token := "e2e-admin-" + randHex(16)
 	srv := startBlockServer(t, data, token)
 	srv.createTenant(t, "acme")
 	srv.mustCtl(t, "pool", "create", "p", "--dir", filepath.Join(data, "pool"), "--capacity", "1GiB", "--usage", "sequential", "--seq-bw", "100MB/s")
@@ -432,7 +432,7 @@ func TestNBDCrash(t *testing.T) {
 // time, visible as the effective throttle.
 func TestNBDPlacement(t *testing.T) {
 	data := t.TempDir()
-	srv := startBlockServer(t, data, "e2e-admin-"+randHex(8))
+	srv := startBlockServer(t, data, "e2e-admin-"+randHex(16))
 	srv.createTenant(t, "acme")
 	for _, p := range [][]string{
 		{"hdd1", "--usage", "sequential", "--capacity", "100GiB", "--seq-bw", "200MB/s"},

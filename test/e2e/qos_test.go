@@ -245,7 +245,7 @@ func medianRates(counters []atomic.Int64, window int) []float64 {
 // as the tenant's background flow, held to the cap and waiting for
 // tokens, until the upload is gone.
 func TestBackgroundCappedByPolicy(t *testing.T) {
-	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(8),
+	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(16),
 		[]string{"FACET_MULTIPART_EXPIRY=1s", "FACET_MULTIPART_SWEEP=500ms", "FACET_QOS_PERIOD=250ms"})
 	c := s.createTenant(t, "bgcap")
 	cl := s.sdk(c)

@@ -51,8 +51,8 @@ func TestAdminTokenSources(t *testing.T) {
 	srv2.terminate(startupTimeout)
 
 	// FACET_ADMIN_TOKEN.
-	srv3 := startServerEnv(t, t.TempDir(), "", []string{"FACET_ADMIN_TOKEN=env-token-0123456789abcdef"})
-	srv3.token = "env-token-0123456789abcdef"
+	srv3 := startServerEnv(t, t.TempDir(), "", []string{"FACET_ADMIN_TOKEN=env-token-0123456789abcdef0123456789"})
+	srv3.token = "env-token-0123456789abcdef0123456789"
 	if _, err := srv3.ctl(t, "tenant", "list"); err != nil {
 		t.Errorf("ctl with FACET_ADMIN_TOKEN's token: %v", err)
 	}

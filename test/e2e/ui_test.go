@@ -57,7 +57,7 @@ func TestDashboardInChromium(t *testing.T) {
 	// A configured capacity, so that the bandwidth controller assigns
 	// shares: the SLO plot draws acme's fair share. A port of its own for
 	// the block stage (the Volumes page), not NBD's default one.
-	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(8), []string{"FACET_QOS_CAPACITY=80MB/s", "FACET_NBD_ADDR=" + freeAddr(t)})
+	s := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(16), []string{"FACET_QOS_CAPACITY=80MB/s", "FACET_NBD_ADDR=" + freeAddr(t)})
 	base := "http://" + s.adminAddr
 	other := s.createTenant(t, "zeta-corp")
 	if _, err := s.ctl(t, "policy", "add", "FOR TENANT zeta-corp DO SET compression WITH engine=gzip"); err != nil {

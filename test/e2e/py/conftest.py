@@ -45,7 +45,7 @@ class Server:
         self.binary = binary
         self.data_dir = data_dir
         self.log_path = log_path
-        self.token = "py-e2e-" + secrets.token_hex(8)
+        self.token = "py-e2e-" + secrets.token_hex(16)
         self.proc = None
 
     def start(self):

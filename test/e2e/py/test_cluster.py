@@ -127,7 +127,7 @@ def start_fleet(facet_bin, d, gateways=2, extra_env=None, gateway_env=None, gate
         backend = boto3.client("s3", endpoint_url=f"http://{vgw_addr}", region_name=REGION, aws_access_key_id=access,
                                aws_secret_access_key=secret, config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
         backend.create_bucket(Bucket="facet")
-        token = "fleet-" + secrets.token_hex(8)
+        token = "fleet-" + secrets.token_hex(16)
         env = dict(os.environ,
                    FACET_META=f"redis://127.0.0.1:{redis_port}/0", FACET_BUS=f"nats://{bus.addr}",
                    FACET_BACKEND=f"s3://{access}:{secret}@{vgw_addr}/facet/fleet?tls=false",
