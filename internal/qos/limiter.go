@@ -73,6 +73,10 @@ type Limiter struct {
 	assigner   string              // the controller instance that sent it
 	seq        uint64
 	lastReport time.Time
+	// started is when the limiter was made: until the first assignment,
+	// provisional shares wait for one as long as a live controller's
+	// assignment would be kept (Stale).
+	started time.Time
 	background atomic.Uint64 // numbers background operations' retry keys
 }
 
@@ -145,7 +149,7 @@ func NewLimiter(cfg LimiterConfig) *Limiter {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Limiter{cfg: cfg, log: cfg.Logger, flows: map[flowKey]*flow{}, assigned: map[flowKey]float64{}, assignedOp: map[flowKey]float64{}, lastReport: cfg.Now()}
+	return &Limiter{cfg: cfg, log: cfg.Logger, flows: map[flowKey]*flow{}, assigned: map[flowKey]float64{}, assignedOp: map[flowKey]float64{}, lastReport: cfg.Now(), started: cfg.Now()}
 }
 
 // Node is the node the limiter enforces on.
@@ -389,8 +393,12 @@ func (p provisional) share(f *flow, res float64) float64 {
 // provisionalLocked computes the node's provisional room; extra is a flow
 // being created (not yet active).
 func (l *Limiter) provisionalLocked(now time.Time, extra *flow) provisional {
-	stale := !l.assignedAt.IsZero() && now.Sub(l.assignedAt) > l.cfg.Stale
-	if l.cfg.Capacity <= 0 || stale {
+	last := l.assignedAt
+	if last.IsZero() {
+		last = l.started
+	}
+	// Stale, or no controller for as long: static local rates.
+	if l.cfg.Capacity <= 0 || now.Sub(last) > l.cfg.Stale {
 		return provisional{room: math.Inf(1)}
 	}
 	room := l.cfg.Capacity

@@ -351,6 +351,27 @@ func TestNewFlowsStartAtAProvisionalShare(t *testing.T) {
 	_ = st1
 }
 
+// A gateway that has heard from no controller for as long as it would keep
+// an assignment (Stale) runs its flows at their static rates, as one whose
+// controller went silent does.
+func TestNoProvisionalShareWithoutAController(t *testing.T) {
+	c := newFakeClock()
+	l := NewLimiter(LimiterConfig{Node: "n1", Capacity: 50e6, Stale: 5 * time.Second, Now: c.Now})
+	st, err := l.Admit(context.Background(), "t1", ClassGet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.f.source != SourceProvisional || st.f.rate != 50e6 {
+		t.Fatalf("at start: %v %s, want provisional", st.f.rate, st.f.source)
+	}
+	st.Done()
+	c.Advance(6 * time.Second)
+	l.Refresh()
+	if st.f.source != SourceNone || !math.IsInf(st.f.rate, 1) {
+		t.Fatalf("no controller for 6 s: %v %s, want static (unlimited)", st.f.rate, st.f.source)
+	}
+}
+
 // Without a configured capacity there is nothing to share: a new flow runs
 // at its static rate (its limit, or unlimited), as a reservation must not
 // slow a tenant alone on its node.
