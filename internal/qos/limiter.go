@@ -76,7 +76,7 @@ type Limiter struct {
 	// started is when the limiter was made: until the first assignment,
 	// provisional shares wait for one as long as a live controller's
 	// assignment would be kept (Stale).
-	started time.Time
+	started    time.Time
 	background atomic.Uint64 // numbers background operations' retry keys
 }
 
