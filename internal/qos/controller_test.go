@@ -253,3 +253,34 @@ func TestBandwidthDecideIsPure(t *testing.T) {
 		t.Fatal("another snapshot, the same next state")
 	}
 }
+
+// The asymmetric fleet through the controller: reports of two
+// gateways of 25 MB/s, every flow throttled (waited), A on gw2 only. The
+// assignments are the fleet-wide shares split as docs/qos.md works out:
+// gw2 A 22.5, B 1.25, C 1.25; gw1 B 17.5, C 7.5.
+func TestDecideAsymmetricFleet(t *testing.T) {
+	f := NewFleet(time.Minute)
+	throttled := func(tenant string, served float64) FlowStatus {
+		return FlowStatus{Tenant: tenant, Class: ClassGet, Streams: 2, Served: served, Waited: 0.5}
+	}
+	f.Add(report("gw1", 25e6, throttled("B", 15e6), throttled("C", 10e6)))
+	f.Add(report("gw2", 25e6, throttled("A", 20e6), throttled("B", 5e6), throttled("C", 0.02e6)))
+	snap, _ := f.Snapshot(context.Background())
+	b := NewBandwidth(BandwidthConfig{})
+	as, _ := b.Decide(snap, SLOMap{"A": {Get: 20e6}, "B": {Get: 10e6}}, BandwidthState{})
+	got := map[string]float64{}
+	for _, a := range as {
+		if a.Key == "get_bw" {
+			got[a.Node+"/"+a.Target] = a.Value
+		}
+	}
+	want := map[string]float64{"gw2/tenant:A": 22.5e6, "gw2/tenant:B": 1.25e6, "gw2/tenant:C": 1.25e6, "gw1/tenant:B": 17.5e6, "gw1/tenant:C": 7.5e6}
+	if len(got) != len(want) {
+		t.Fatalf("assignments %v, want %v", got, want)
+	}
+	for k, w := range want {
+		if math.Abs(got[k]-w) > 1 {
+			t.Errorf("%s = %v, want %v", k, got[k], w)
+		}
+	}
+}
