@@ -10,14 +10,17 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/facet-sds/facet/internal/ui"
 )
 
 // A tenant runs `facet ctl` with its own access key instead of the admin
 // token (--access-key/--secret-key or FACET_ACCESS_KEY/FACET_SECRET_KEY):
 // each call is then signed with AWS Signature Version 4, as S3 requests
-// are, and the server lets it reach only what the tenant scope allows (its
-// own tenant, keys, buckets, usage, policies, metrics and recycle bin:
-// internal/ui's scope.go).
+// are but for the admin API's own service (ui.SignedService: a signature
+// made for S3 is refused there), and the server lets it reach only what
+// the tenant scope allows (its own tenant, keys, buckets, usage, policies,
+// metrics and recycle bin: internal/ui's scope.go).
 
 // Environment variables of a tenant's credentials.
 const (
@@ -53,7 +56,7 @@ func (k *tenantKeys) sign(req *http.Request) error {
 	sum := hex.EncodeToString(h.Sum(nil))
 	req.Header.Set("X-Amz-Content-Sha256", sum)
 	creds := aws.Credentials{AccessKeyID: k.accessKey, SecretAccessKey: k.secretKey}
-	if err := v4.NewSigner().SignHTTP(req.Context(), creds, req, sum, "s3", signRegion, time.Now()); err != nil {
+	if err := v4.NewSigner().SignHTTP(req.Context(), creds, req, sum, ui.SignedService, signRegion, time.Now()); err != nil {
 		return fmt.Errorf("sign: %w", err)
 	}
 	return nil

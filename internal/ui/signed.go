@@ -12,9 +12,11 @@ import (
 
 // Tenants call the control API themselves, without the dashboard, by
 // signing their requests with one of their access keys the way they sign
-// S3 requests (AWS Signature Version 4, service "s3", any region): `facet
-// ctl --access-key` does, and so can any SigV4 signer (botocore's
-// SigV4Auth, aws-sdk-go-v2's v4.Signer). Such a request goes through the
+// S3 requests (AWS Signature Version 4, any region) but for the service
+// SignedService, not "s3": a signature is bound to the API it was made
+// for, so an S3 request seen on the wire cannot be replayed here, nor a
+// signed control API call to S3. `facet ctl --access-key` signs so, and so
+// can any SigV4 signer (botocore's SigV4Auth, aws-sdk-go-v2's v4.Signer). Such a request goes through the
 // very scope a tenant's dashboard session goes through (scope.go): there
 // is one list of what a tenant may do, pinned to its own name, whatever
 // the way in.
@@ -29,11 +31,15 @@ func signedRequest(r *http.Request) bool {
 	return q.Has("X-Amz-Algorithm") || q.Has("X-Amz-Credential") || q.Has("X-Amz-Signature")
 }
 
+// SignedService is the service a tenant's signed control API call names
+// in its credential scope.
+const SignedService = "facet-admin"
+
 func newVerifier(store Store) *sigv4.Verifier {
 	// A closure, not the method value: a dashboard built without a store
 	// (tests, a signed-in admin only) must not dereference it until a
 	// signed request arrives.
-	return &sigv4.Verifier{Lookup: func(ctx context.Context, accessKey string) (string, string, error) {
+	return &sigv4.Verifier{Service: SignedService, Lookup: func(ctx context.Context, accessKey string) (string, string, error) {
 		return store.LookupAccessKey(ctx, accessKey)
 	}}
 }

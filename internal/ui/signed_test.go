@@ -68,7 +68,7 @@ func (f *fixture) signedCall(k meta.NewKey, method, path string, edit func(*http
 	payload := hex.EncodeToString(sum[:])
 	req.Header.Set("X-Amz-Content-Sha256", payload)
 	creds := aws.Credentials{AccessKeyID: k.AccessKey, SecretAccessKey: k.SecretKey}
-	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, payload, "s3", "us-east-1", time.Now()); err != nil {
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, payload, SignedService, "us-east-1", time.Now()); err != nil {
 		f.t.Fatal(err)
 	}
 	if edit != nil {

@@ -156,20 +156,20 @@ func hmacSHA256(key, data []byte) []byte {
 
 // keyID identifies a derived signing key. The secret is part of it so that
 // a rotated secret never meets a stale key.
-type keyID struct{ secret, date, region string }
+type keyID struct{ secret, date, region, service string }
 
-// signingKey returns HMAC chain("AWS4"+secret, date, region, "s3",
+// signingKey returns HMAC chain("AWS4"+secret, date, region, service,
 // "aws4_request"), cached: deriving it costs four HMACs per request
 // otherwise.
-func (v *Verifier) signingKey(secret, date, region string) []byte {
-	id := keyID{secret, date, region}
+func (v *Verifier) signingKey(secret, date, region, service string) []byte {
+	id := keyID{secret, date, region, service}
 	v.mu.Lock()
 	k, ok := v.keys[id]
 	v.mu.Unlock()
 	if ok {
 		return k
 	}
-	k = deriveKey(secret, date, region)
+	k = deriveKey(secret, date, region, service)
 	v.mu.Lock()
 	if v.keys == nil {
 		v.keys = make(map[keyID][]byte)
@@ -187,9 +187,9 @@ func (v *Verifier) signingKey(secret, date, region string) []byte {
 	return k
 }
 
-func deriveKey(secret, date, region string) []byte {
+func deriveKey(secret, date, region, service string) []byte {
 	k := hmacSHA256([]byte("AWS4"+secret), []byte(date))
 	k = hmacSHA256(k, []byte(region))
-	k = hmacSHA256(k, []byte("s3"))
+	k = hmacSHA256(k, []byte(service))
 	return hmacSHA256(k, []byte("aws4_request"))
 }

@@ -372,7 +372,7 @@ func resign(r *http.Request, secret string, now time.Time) {
 	}
 	req := &parsedRequest{cred: a.cred, signedHeaders: a.signedHeaders,
 		amzDate: now.UTC().Format(amzDateFormat), payload: r.Header.Get("X-Amz-Content-Sha256")}
-	sig := req.sign(r, canonicalURI(r), deriveKey(secret, a.cred.date, a.cred.region))
+	sig := req.sign(r, canonicalURI(r), deriveKey(secret, a.cred.date, a.cred.region, a.cred.service))
 	r.Header.Set("Authorization", fmt.Sprintf("AWS4-HMAC-SHA256 Credential=%s/%s,SignedHeaders=%s,Signature=%s",
 		a.cred.accessKey, a.cred.scope(), strings.Join(a.signedHeaders, ";"), sig))
 }
@@ -518,7 +518,7 @@ func TestTrailerSignatureOrder(t *testing.T) {
 			canon += l + "\n"
 		}
 		sig := c.sign("AWS4-HMAC-SHA256-TRAILER", sha256Hex([]byte(canon)))
-		s := &chunkSigner{key: deriveKey(exampleSecret, "20130524", "us-east-1"), amzDate: exampleDate, scope: exampleScope, prev: seed}
+		s := &chunkSigner{key: deriveKey(exampleSecret, "20130524", "us-east-1", ServiceS3), amzDate: exampleDate, scope: exampleScope, prev: seed}
 		if got := s.verifyTrailer(sent, sig); got != tc.ok {
 			t.Errorf("%s: verified %v, want %v", tc.name, got, tc.ok)
 		}
@@ -561,10 +561,10 @@ func FuzzChunkedDecoder(f *testing.F) {
 		d.init(bytes.NewReader(in))
 		switch mode % 3 {
 		case 0:
-			d.signer = &chunkSigner{key: deriveKey(exampleSecret, "20130524", "us-east-1"),
+			d.signer = &chunkSigner{key: deriveKey(exampleSecret, "20130524", "us-east-1", ServiceS3),
 				amzDate: exampleDate, scope: exampleScope, prev: strings.Repeat("0", 64)}
 		case 1:
-			d.signer = &chunkSigner{key: deriveKey(exampleSecret, "20130524", "us-east-1"),
+			d.signer = &chunkSigner{key: deriveKey(exampleSecret, "20130524", "us-east-1", ServiceS3),
 				amzDate: exampleDate, scope: exampleScope, prev: strings.Repeat("0", 64)}
 			d.trailers = trailerSigned
 		case 2:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awscreds "github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -287,5 +288,60 @@ func TestInteropMinio(t *testing.T) {
 				t.Fatalf("presigned put: status %d, %d bytes", resp.StatusCode, len(up.data))
 			}
 		})
+	}
+}
+
+// A signature is bound to its service: a verifier for another service
+// (the admin API's) refuses a request signed for S3, header or presigned,
+// and accepts one signed for its own; an S3 verifier refuses the other
+// service's.
+func TestServiceBinding(t *testing.T) {
+	lookup := func(_ context.Context, ak string) (string, string, error) {
+		if ak == interopKey {
+			return "t1", interopSecret, nil
+		}
+		return "", "", s3err.ErrUnknownAccessKey
+	}
+	const admin = "facet-admin"
+	creds := aws.Credentials{AccessKeyID: interopKey, SecretAccessKey: interopSecret}
+	signed := func(service string, presign bool) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9001/v1/trash/t1", nil)
+		const empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+		if presign {
+			r.URL.RawQuery = "X-Amz-Expires=900" // the S3 presigner's, which the generic one leaves out
+			u, _, err := v4.NewSigner().PresignHTTP(context.Background(), creds, r, "UNSIGNED-PAYLOAD", service, "us-east-1", time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r = httptest.NewRequest(http.MethodGet, u, nil)
+			return r
+		}
+		r.Header.Set("X-Amz-Content-Sha256", empty)
+		if err := v4.NewSigner().SignHTTP(context.Background(), creds, r, empty, service, "us-east-1", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, presign := range []bool{false, true} {
+		wantCode := s3err.AuthorizationHeaderMalformed
+		if presign {
+			wantCode = s3err.AuthorizationQueryParametersError
+		}
+		for _, tc := range []struct {
+			verifier, signer string
+			ok               bool
+		}{{admin, admin, true}, {admin, "s3", false}, {"", admin, false}, {"", "s3", true}} {
+			v := &sigv4.Verifier{Lookup: lookup, Service: tc.verifier}
+			_, _, err := v.Verify(signed(tc.signer, presign))
+			switch {
+			case tc.ok && err != nil:
+				t.Errorf("presign=%v: verifier %q refused a signature for %q: %v", presign, tc.verifier, tc.signer, err)
+			case !tc.ok:
+				var se *s3err.Error
+				if !errors.As(err, &se) || se.Code != wantCode || !strings.Contains(se.Message, "bound to the API") {
+					t.Errorf("presign=%v: verifier %q on a signature for %q: %v; want %s naming the binding", presign, tc.verifier, tc.signer, err, wantCode.Name)
+				}
+			}
+		}
 	}
 }

@@ -88,7 +88,7 @@ func parseAuthorization(h string) (authorization, error) {
 	return a, nil
 }
 
-// parseCredential parses AKID/YYYYMMDD/region/s3/aws4_request.
+// parseCredential parses AKID/YYYYMMDD/region/service/aws4_request.
 func parseCredential(s string) (credential, error) {
 	parts := strings.Split(s, "/")
 	if len(parts) != 5 {
@@ -104,8 +104,9 @@ func parseCredential(s string) (credential, error) {
 	if c.region == "" {
 		return c, errors.New("the Credential has an empty region")
 	}
-	if c.service != "s3" {
-		return c, fmt.Errorf("incorrect service %q; expecting \"s3\"", truncate(c.service, 20))
+	if c.service == "" {
+		// Which service is the verifier's to check (Verifier.Service).
+		return c, errors.New("the Credential has an empty service")
 	}
 	if parts[4] != "aws4_request" {
 		return c, fmt.Errorf("incorrect terminal %q; expecting \"aws4_request\"", truncate(parts[4], 20))

@@ -72,6 +72,11 @@ type Verifier struct {
 	Now func() time.Time
 	// MaxSkew is the tolerated clock difference; 0 means DefaultMaxSkew.
 	MaxSkew time.Duration
+	// Service is the only service a credential scope may name; "" means
+	// ServiceS3. A signature is bound to the API it was made for: the S3
+	// listener and the admin API use different services, so a request
+	// signed for one cannot be replayed to the other.
+	Service string
 
 	mu   sync.Mutex
 	keys map[keyID][]byte
@@ -112,7 +117,7 @@ func (v *Verifier) Verify(r *http.Request) (Identity, *Body, error) {
 		}
 		return Identity{}, nil, s3err.Wrap(s3err.InternalError, fmt.Errorf("looking up access key: %w", err))
 	}
-	key := v.signingKey(secret, req.cred.date, req.cred.region)
+	key := v.signingKey(secret, req.cred.date, req.cred.region, req.cred.service)
 	if !req.signatureMatches(r, key) {
 		return Identity{}, nil, &s3err.Error{
 			Code: s3err.SignatureDoesNotMatch,
@@ -154,6 +159,26 @@ func (v *Verifier) maxSkew() time.Duration {
 	return DefaultMaxSkew
 }
 
+// ServiceS3 is the service of S3 signatures.
+const ServiceS3 = "s3"
+
+func (v *Verifier) service() string {
+	if v.Service != "" {
+		return v.Service
+	}
+	return ServiceS3
+}
+
+// wrongService refuses a credential scope naming another service than
+// the verifier's, with code (the header's or the query's).
+func (v *Verifier) wrongService(c credential, code s3err.Code) *s3err.Error {
+	if want := v.service(); c.service != want {
+		return s3err.Newf(code, "The credential scope names service %q; this endpoint accepts only signatures made for %q (a signature is bound to the API it was made for).",
+			truncate(c.service, 20), want)
+	}
+	return nil
+}
+
 // parse reads and checks the authentication parameters of r.
 func (v *Verifier) parse(r *http.Request) (*parsedRequest, *s3err.Error) {
 	authz := r.Header.Get("Authorization")
@@ -184,6 +209,9 @@ func (v *Verifier) parseHeaderAuth(r *http.Request, authz string) (*parsedReques
 			return nil, unsupportedMechanism()
 		}
 		return nil, s3err.Wrap(s3err.AuthorizationHeaderMalformed, err)
+	}
+	if serr := v.wrongService(a.cred, s3err.AuthorizationHeaderMalformed); serr != nil {
+		return nil, serr
 	}
 	req := &parsedRequest{cred: a.cred, signedHeaders: a.signedHeaders, signature: a.signature}
 
@@ -245,6 +273,9 @@ func (v *Verifier) parsePresigned(r *http.Request, q queryParams) (*parsedReques
 	cred, err := parseCredential(q.get("X-Amz-Credential"))
 	if err != nil {
 		return nil, s3err.Wrap(s3err.AuthorizationQueryParametersError, err)
+	}
+	if serr := v.wrongService(cred, s3err.AuthorizationQueryParametersError); serr != nil {
+		return nil, serr
 	}
 	signed, err := parseSignedHeaders(q.get("X-Amz-SignedHeaders"))
 	if err != nil {

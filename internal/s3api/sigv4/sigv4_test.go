@@ -456,7 +456,7 @@ func TestSigningKeyCache(t *testing.T) {
 	v := &Verifier{}
 	for i := range maxCachedKeys + 100 {
 		date := fmt.Sprintf("2025%04d", i)
-		if got, want := v.signingKey("secret", date, "r"), deriveKey("secret", date, "r"); !bytes.Equal(got, want) {
+		if got, want := v.signingKey("secret", date, "r", ServiceS3), deriveKey("secret", date, "r", ServiceS3); !bytes.Equal(got, want) {
 			t.Fatalf("key %d differs from its derivation", i)
 		}
 	}
@@ -464,7 +464,7 @@ func TestSigningKeyCache(t *testing.T) {
 		t.Fatalf("cache holds %d keys, bound is %d", len(v.keys), maxCachedKeys)
 	}
 	// A rotated secret must not be served the old key.
-	if bytes.Equal(v.signingKey("old", "20250101", "r"), v.signingKey("new", "20250101", "r")) {
+	if bytes.Equal(v.signingKey("old", "20250101", "r", ServiceS3), v.signingKey("new", "20250101", "r", ServiceS3)) {
 		t.Fatal("cache ignores the secret")
 	}
 }

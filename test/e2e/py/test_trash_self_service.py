@@ -35,10 +35,12 @@ def _as_tenant(gw, creds, *args):
 
 def _signed(gw, creds, method, path):
     """A control API call signed with a tenant's key (S3's SigV4, as any
-    AWS SDK signs): returns the status and the decoded JSON answer."""
+    AWS SDK signs, for the admin API's service "facet-admin": a signature
+    made for "s3" is refused there): returns the status and the decoded
+    JSON answer."""
     url = f"http://{gw.admin_addr}{path}"
     req = AWSRequest(method=method, url=url, data=b"")
-    S3SigV4Auth(Credentials(creds["access_key"], creds["secret_key"]), "s3", REGION).add_auth(req)
+    S3SigV4Auth(Credentials(creds["access_key"], creds["secret_key"]), "facet-admin", REGION).add_auth(req)
     r = urllib.request.Request(url, method=method, headers=dict(req.headers.items()))
     try:
         with urllib.request.urlopen(r, timeout=10) as resp:
