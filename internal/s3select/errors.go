@@ -44,6 +44,7 @@ const (
 	CodeParquetParsingError       = "ParquetParsingError"
 	CodeUnsupportedParquetType    = "UnsupportedParquetType"
 	CodeOverMaxRecordSize         = "OverMaxRecordSize"
+	CodeOverMaxParquetBlockSize   = "OverMaxParquetBlockSize"
 	CodeTruncatedInput            = "TruncatedInput"
 	CodeInternalError             = "InternalError"
 )

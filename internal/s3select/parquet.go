@@ -2,6 +2,7 @@ package s3select
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -63,13 +64,18 @@ type parquetReader struct {
 	offsets []int64 // file offset of each row group
 	names2  []string
 	reads   int // ReadAt calls, each one ranged read of the object
+	src     io.ReaderAt
 }
 
 const parquetBatch = 1024
 
 func openParquet(ctx context.Context, in Input, scanned *int64) (*parquetReader, error) {
 	p := &parquetReader{}
-	f, err := parquet.OpenFile(sourceReaderAt{ctx: ctx, in: in, scanned: scanned, calls: &p.reads}, in.Size(),
+	p.src = sourceReaderAt{ctx: ctx, in: in, scanned: scanned, calls: &p.reads}
+	if err := checkFooter(p.src, in.Size()); err != nil {
+		return nil, err
+	}
+	f, err := parquet.OpenFile(p.src, in.Size(),
 		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.ReadBufferSize(1<<20))
 	if err != nil {
 		return nil, &Error{Code: CodeParquetParsingError, Message: "the object is not a readable Parquet file", Err: err}
@@ -164,14 +170,25 @@ func (p *parquetReader) next() (*parquetRow, int64, error) {
 			}
 			p.cols = p.cols[:0]
 			chunks := rg.ColumnChunks()
+			budget := &rowGroupBudget{limit: maxParquetRowGroup}
 			for _, ci := range p.need {
-				p.cols = append(p.cols, &columnReader{pages: chunks[ci].Pages(), buf: make([]parquet.Value, parquetBatch)})
+				fc, ok := chunks[ci].(*parquet.FileColumnChunk)
+				if !ok || ci >= len(p.f.Metadata().RowGroups[g].Columns) {
+					return nil, 0, newError(CodeParquetParsingError, "column %s: row group %d has no such column chunk", p.names[ci], g)
+				}
+				// Every page header is checked before parquet-go
+				// allocates what it declares.
+				guard := newChunkGuard(p.src, p.names[ci], &p.f.Metadata().RowGroups[g].Columns[ci].MetaData, budget)
+				p.cols = append(p.cols, &columnReader{pages: fc.PagesFrom(guard), buf: make([]parquet.Value, parquetBatch)})
 			}
 			continue
 		}
 		n := int(min(p.left, parquetBatch))
 		for i, c := range p.cols {
 			if err := c.fill(n); err != nil {
+				if e := (*Error)(nil); errors.As(err, &e) {
+					return nil, 0, e
+				}
 				return nil, 0, &Error{Code: CodeParquetParsingError, Message: fmt.Sprintf("column %s: cannot read values", p.names[p.need[i]]), Err: err}
 			}
 		}

@@ -3,15 +3,19 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 )
 
 // TestHostileNestedXML is issue 22's attack on the XML decoders: 2 MiB of
@@ -65,6 +69,66 @@ func TestHostileNestedXML(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("server peak RSS (VmHWM) after %d concurrent hostile bodies per operation: %d MB", concurrent, hwm/1024)
+	if hwm/1024 >= limitMB {
+		t.Errorf("server peak RSS %d MB; want < %d MB", hwm/1024, limitMB)
+	}
+}
+
+// TestParquetBomb is issue 22's decompression bomb: a 16.6 KB Parquet
+// object declaring one 512 MiB zstd page (internal/s3select's
+// TestParquetBomb writes it) cost ~520 MB per SelectObjectContent, and 4
+// concurrent selects peaked at 2.2 GB. Each select now ends with S3's
+// OverMaxParquetBlockSize and the server's peak RSS stays under 200 MB.
+func TestParquetBomb(t *testing.T) {
+	const (
+		concurrent = 4
+		limitMB    = 200
+	)
+	bomb, err := os.ReadFile("../../internal/s3select/testdata/parquet-bomb.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, t.TempDir())
+	c := srv.createTenant(t, "pqbomb")
+	cl := srv.sdk(c)
+	mkBucket(t, cl, "pqbomb")
+	ctx := context.Background()
+	if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("pqbomb"), Key: aws.String("bomb.parquet"), Body: bytes.NewReader(bomb)}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, concurrent)
+	for range concurrent {
+		wg.Go(func() {
+			out, err := cl.SelectObjectContent(ctx, &s3.SelectObjectContentInput{
+				Bucket: aws.String("pqbomb"), Key: aws.String("bomb.parquet"),
+				Expression: aws.String("SELECT COUNT(*) FROM S3Object s WHERE s.x > 0"), ExpressionType: types.ExpressionTypeSql,
+				InputSerialization:  &types.InputSerialization{Parquet: &types.ParquetInput{}},
+				OutputSerialization: &types.OutputSerialization{CSV: &types.CSVOutput{}},
+			})
+			if err == nil {
+				stream := out.GetStream()
+				for range stream.Events() {
+				}
+				err = stream.Err()
+				stream.Close()
+			}
+			var ae smithy.APIError
+			if !errors.As(err, &ae) || ae.ErrorCode() != "OverMaxParquetBlockSize" {
+				errs <- fmt.Errorf("select: %v; want OverMaxParquetBlockSize", err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	hwm, err := procStatusKB(srv.pid(), "VmHWM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server peak RSS (VmHWM) after %d concurrent selects over the bomb: %d MB", concurrent, hwm/1024)
 	if hwm/1024 >= limitMB {
 		t.Errorf("server peak RSS %d MB; want < %d MB", hwm/1024, limitMB)
 	}

@@ -1,0 +1,206 @@
+package s3select
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/parquet-bomb.parquet")
+
+// parquetBomb returns a Parquet file of one int64 column whose one page
+// is replaced by header: its data is zstd of the header's uncompressed
+// size of zeros (a 512 MiB page compresses to ~16 KB).
+func parquetBomb(t testing.TB, header format.PageHeader) []byte {
+	t.Helper()
+	type row struct {
+		X int64 `parquet:"x,zstd"`
+	}
+	var small bytes.Buffer
+	if err := parquet.Write(&small, []row{{1}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(small.Bytes()), int64(small.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := *f.Metadata()
+
+	var z bytes.Buffer
+	enc, err := zstd.NewWriter(&z, zstd.WithEncoderLevel(zstd.SpeedBestCompression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := make([]byte, 1<<20)
+	for left := int(header.UncompressedPageSize); left > 0; left -= len(zeros) {
+		if _, err := enc.Write(zeros[:min(left, len(zeros))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	header.CompressedPageSize = int32(z.Len())
+	hdr, err := thrift.Marshal(&thrift.CompactProtocol{}, &header)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rg := meta.RowGroups[0]
+	cc := rg.Columns[0]
+	md := cc.MetaData
+	md.DataPageOffset, md.DictionaryPageOffset, md.IndexPageOffset = 4, 0, 0
+	md.TotalCompressedSize = int64(len(hdr) + z.Len())
+	md.TotalUncompressedSize = int64(len(hdr)) + int64(header.UncompressedPageSize)
+	cc.MetaData, cc.FileOffset = md, 4
+	cc.ColumnIndexOffset, cc.ColumnIndexLength, cc.OffsetIndexOffset, cc.OffsetIndexLength = 0, 0, 0, 0
+	rg.Columns = []format.ColumnChunk{cc}
+	rg.TotalByteSize = md.TotalUncompressedSize
+	meta.RowGroups = []format.RowGroup{rg}
+	footer, err := thrift.Marshal(&thrift.CompactProtocol{}, &meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append([]byte("PAR1"), hdr...)
+	out = append(out, z.Bytes()...)
+	out = append(out, footer...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
+	return append(out, "PAR1"...)
+}
+
+func dataPage(uncompressed, values int32) format.PageHeader {
+	h := format.PageHeader{Type: format.DataPage, UncompressedPageSize: uncompressed}
+	h.DataPageHeader.Valid = true
+	h.DataPageHeader.V = format.DataPageHeader{NumValues: values, Encoding: format.Plain,
+		DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE}
+	return h
+}
+
+func parquetReq() *Request {
+	return &Request{Expression: "SELECT COUNT(*) FROM S3Object s WHERE s.x > 0", Input: InputSerialization{Parquet: &struct{}{}},
+		Output: OutputSerialization{CSV: &CSVOutput{}}}
+}
+
+// TestParquetBomb is issue 22's attack: a ~16 KB object declaring one
+// 512 MiB zstd page cost ~520 MB per select. The page header is refused
+// with OverMaxParquetBlockSize before anything it declares is allocated.
+// The file is kept in testdata for the e2e test against `facet serve`.
+func TestParquetBomb(t *testing.T) {
+	path := filepath.Join("testdata", "parquet-bomb.parquet")
+	bomb, err := os.ReadFile(path)
+	if *update || err != nil {
+		bomb = parquetBomb(t, dataPage(512<<20, 512<<20/8))
+		if *update {
+			if err := os.WriteFile(path, bomb, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(bomb) > 64<<10 {
+		t.Fatalf("the bomb is %d bytes; want a small file", len(bomb))
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = runSelect(t, parquetReq(), bomb)
+	runtime.ReadMemStats(&after)
+	if e := AsError(err); e.Code != CodeOverMaxParquetBlockSize {
+		t.Fatalf("err = %v; want %s", err, CodeOverMaxParquetBlockSize)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+		t.Errorf("a select over the bomb allocated %d MB; want < 16 MB", got>>20)
+	}
+}
+
+func TestParquetPageLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		page format.PageHeader
+		code string
+	}{
+		{"page over the limit", dataPage(maxParquetPage+1, 1), CodeOverMaxParquetBlockSize},
+		{"values over the limit", dataPage(64, maxParquetPageValues+1), CodeOverMaxParquetBlockSize},
+		{"page at the limit", dataPage(maxParquetPage, maxParquetPage/8), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runSelect(t, parquetReq(), parquetBomb(t, tc.page))
+			if tc.code == "" {
+				if e := AsError(err); err != nil && e.Code == CodeOverMaxParquetBlockSize {
+					t.Fatalf("refused a page within the limits: %v", err)
+				}
+				return
+			}
+			if e := AsError(err); e.Code != tc.code {
+				t.Fatalf("err = %v; want %s", err, tc.code)
+			}
+		})
+	}
+	dict := format.PageHeader{Type: format.DictionaryPage, UncompressedPageSize: maxParquetDictionary + 1}
+	dict.DictionaryPageHeader.Valid = true
+	dict.DictionaryPageHeader.V = format.DictionaryPageHeader{NumValues: 1, Encoding: format.Plain}
+	if _, err := runSelect(t, parquetReq(), parquetBomb(t, dict)); AsError(err).Code != CodeOverMaxParquetBlockSize {
+		t.Fatalf("dictionary: err = %v; want %s", err, CodeOverMaxParquetBlockSize)
+	}
+}
+
+// TestParquetFooterLimits: a trailer declaring a footer longer than the
+// object, or than the limit, is refused before it is allocated.
+func TestParquetFooterLimits(t *testing.T) {
+	var small bytes.Buffer
+	if err := parquet.Write(&small, []struct{ X int64 }{{1}}); err != nil {
+		t.Fatal(err)
+	}
+	b := small.Bytes()
+	for _, n := range []uint32{1 << 31, uint32(len(b))} {
+		bad := append([]byte(nil), b...)
+		binary.LittleEndian.PutUint32(bad[len(bad)-8:], n)
+		_, err := runSelect(t, parquetReq(), bad)
+		if AsError(err).Code != CodeParquetParsingError {
+			t.Errorf("footer of %d bytes: err = %v; want %s", n, err, CodeParquetParsingError)
+		}
+	}
+	big := make([]byte, maxParquetFooter+64)
+	binary.LittleEndian.PutUint32(big[len(big)-8:], maxParquetFooter+1)
+	var e *Error
+	if err := checkFooter(bytes.NewReader(big), int64(len(big))); !errors.As(err, &e) || e.Code != CodeOverMaxParquetBlockSize {
+		t.Errorf("footer over the limit: %v", err)
+	}
+}
+
+// TestParquetRowGroupBudget: the columns of a row group together may not
+// hold more than the budget at once, each within its own limits.
+func TestParquetRowGroupBudget(t *testing.T) {
+	budget := &rowGroupBudget{limit: 101 << 20}
+	a := &chunkGuard{column: "a", budget: budget}
+	b := &chunkGuard{column: "b", budget: budget}
+	page := dataPage(40<<20, 1)
+	page.CompressedPageSize = 10 << 20
+	if err := a.admit(&page, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.admit(&page, 1<<30); err != nil || budget.used != 50<<20+4 {
+		t.Fatalf("a second page as large is held in place of the first: %v, used %d", err, budget.used)
+	}
+	if err := b.admit(&page, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	bigger := dataPage(41<<20, 1)
+	bigger.CompressedPageSize = 10 << 20
+	if err := b.admit(&bigger, 1<<30); AsError(err).Code != CodeOverMaxParquetBlockSize {
+		t.Fatalf("err = %v; want %s", err, CodeOverMaxParquetBlockSize)
+	}
+	short := dataPage(10, 1)
+	short.CompressedPageSize = 100
+	if err := (&chunkGuard{column: "c", budget: &rowGroupBudget{limit: 1 << 30}}).admit(&short, 99); AsError(err).Code != CodeParquetParsingError {
+		t.Fatalf("a page longer than its chunk: %v", err)
+	}
+}
