@@ -64,7 +64,7 @@ e2e-go: build wasm-examples
 # directory, minus three whose keys versitygw's posix store cannot hold
 # ("a" beside "a/b", "..", "a//b", control bytes): TestHostileKeys,
 # TestListEncodingTypeURL, TestVirtualHostStyle.
-E2E_GATEWAY_TESTS := ^(TestObjectPutGetHeadDelete|TestRangeGets|TestConditionalGets|TestResponseOverrides|TestCopyObject|TestDeleteObjects|TestBucketLifecycle|TestInvalidBucketNames|TestMultipartClients|TestMultipartLowLevel|TestListObjectsPaging|TestChecksums|TestChecksumMismatch|TestPresignedURLs|TestAuthFailures|TestCrossTenantDenial|TestMalformedXML|TestMetadataTooLarge|TestAtomicOverwrite)$$
+E2E_GATEWAY_TESTS := ^(TestObjectPutGetHeadDelete|TestRangeGets|TestConditionalGets|TestResponseOverrides|TestCopyObject|TestDeleteObjects|TestBucketLifecycle|TestInvalidBucketNames|TestMultipartClients|TestMultipartLowLevel|TestListObjectsPaging|TestChecksums|TestChecksumMismatch|TestPresignedURLs|TestAuthFailures|TestCrossTenantDenial|TestMalformedXML|TestMetadataTooLarge|TestAtomicOverwrite|TestDeleteBucketWithUploads|TestListObjectVersions)$$
 e2e-gateway: build
 	FACET_E2E_TARGET=gateway FACET_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout 10m -run '$(E2E_GATEWAY_TESTS)' ./test/e2e/
 

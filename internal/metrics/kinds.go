@@ -108,7 +108,7 @@ func isHead(op string) bool { return op == "HeadObject" || op == "HeadBucket" }
 
 func isList(op string) bool {
 	switch op {
-	case "ListBuckets", "ListObjects", "ListObjectsV2", "ListMultipartUploads", "ListParts":
+	case "ListBuckets", "ListObjects", "ListObjectsV2", "ListObjectVersions", "ListMultipartUploads", "ListParts":
 		return true
 	}
 	return false

@@ -195,13 +195,15 @@ type deleteRequest struct {
 }
 
 type deletedXML struct {
-	Key string `xml:"Key"`
+	Key       string `xml:"Key"`
+	VersionID string `xml:"VersionId,omitempty"`
 }
 
 type deleteErrorXML struct {
-	Key     string `xml:"Key"`
-	Code    string `xml:"Code"`
-	Message string `xml:"Message"`
+	Key       string `xml:"Key"`
+	VersionID string `xml:"VersionId,omitempty"`
+	Code      string `xml:"Code"`
+	Message   string `xml:"Message"`
 }
 
 type deleteResult struct {
@@ -233,20 +235,31 @@ func (s *Server) deleteObjects(w http.ResponseWriter, req *request) error {
 	}
 	var res deleteResult
 	for _, o := range d.Objects {
-		if err := validateKey(o.Key); err != nil {
+		failed := func(err error) {
 			e := s3err.As(err)
-			res.Errors = append(res.Errors, deleteErrorXML{Key: o.Key, Code: e.Code.Name, Message: e.Code.Message})
+			res.Errors = append(res.Errors, deleteErrorXML{Key: o.Key, VersionID: o.VersionID, Code: e.Code.Name, Message: e.Code.Message})
+		}
+		if err := validateKey(o.Key); err != nil {
+			failed(err)
 			continue
+		}
+		// An entry naming the null version deletes the object (what
+		// "delete every version" does in an unversioned bucket); one
+		// naming another version deletes nothing.
+		if o.VersionID != "" {
+			if err := checkVersion(o.VersionID, req.target.bucket, o.Key, "VersionId"); err != nil {
+				failed(err)
+				continue
+			}
 		}
 		t := req.dataTarget()
 		t.Key = o.Key
 		if err := s.data.Delete(req.Context(), t); err != nil {
-			e := s3err.As(err)
-			res.Errors = append(res.Errors, deleteErrorXML{Key: o.Key, Code: e.Code.Name, Message: e.Code.Message})
+			failed(err)
 			continue
 		}
 		if !d.Quiet {
-			res.Deleted = append(res.Deleted, deletedXML{Key: o.Key})
+			res.Deleted = append(res.Deleted, deletedXML{Key: o.Key, VersionID: o.VersionID})
 		}
 	}
 	return writeXML(w, http.StatusOK, res)

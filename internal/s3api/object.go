@@ -236,26 +236,34 @@ func (s *Server) deleteObject(w http.ResponseWriter, req *request) error {
 	if err := s.data.Delete(req.Context(), req.dataTarget()); err != nil {
 		return err
 	}
+	if _, ok := req.query["versionId"]; ok {
+		// S3 names the version a versioned DELETE removed.
+		w.Header().Set("x-amz-version-id", nullVersion)
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 // copySource parses x-amz-copy-source ("/bucket/key" or "bucket/key",
-// URL-encoded, optionally with ?versionId=).
-func copySource(h string) (bucket, key string, err error) {
-	h, _, _ = strings.Cut(h, "?versionId=")
+// URL-encoded, optionally with ?versionId=). version is the version id
+// named, hasVersion whether one was.
+func copySource(h string) (bucket, key, version string, hasVersion bool, err error) {
+	h, version, hasVersion = strings.Cut(h, "?versionId=")
 	h = strings.TrimPrefix(h, "/")
 	rawBucket, rawKey, ok := strings.Cut(h, "/")
 	if !ok || rawKey == "" {
-		return "", "", s3err.Newf(s3err.InvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
+		return "", "", "", false, s3err.Newf(s3err.InvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
 	}
 	if bucket, err = url.PathUnescape(rawBucket); err == nil {
 		key, err = url.PathUnescape(rawKey)
 	}
-	if err != nil {
-		return "", "", s3err.Newf(s3err.InvalidArgument, "Invalid copy source encoding")
+	if err == nil && hasVersion {
+		version, err = url.QueryUnescape(version)
 	}
-	return bucket, key, validateKey(key)
+	if err != nil {
+		return "", "", "", false, s3err.Newf(s3err.InvalidArgument, "Invalid copy source encoding")
+	}
+	return bucket, key, version, hasVersion, validateKey(key)
 }
 
 type copyObjectResult struct {
@@ -266,9 +274,16 @@ type copyObjectResult struct {
 
 // copySourceOf reads a copy's source and its conditions.
 func (s *Server) copySourceOf(req *request) (dataplane.CopySource, error) {
-	bucket, key, err := copySource(req.Header.Get("x-amz-copy-source"))
+	bucket, key, version, hasVersion, err := copySource(req.Header.Get("x-amz-copy-source"))
 	if err != nil {
 		return dataplane.CopySource{}, err
+	}
+	if hasVersion && version != nullVersion {
+		// Only the source's owner learns that the version is missing.
+		if err := s.authorizeBucket(req.Context(), req.tenant, bucket, false); err != nil {
+			return dataplane.CopySource{}, err
+		}
+		return dataplane.CopySource{}, checkVersion(version, bucket, key, "x-amz-copy-source")
 	}
 	return dataplane.CopySource{
 		Bucket: bucket, Key: key, Conditions: conditions(req.Header, "x-amz-copy-source-"),

@@ -20,11 +20,17 @@ func TestSkipMarker(t *testing.T) {
 }
 
 func TestCopySource(t *testing.T) {
-	b, k, err := copySource("/src/a%2F%2Fb%20c?versionId=null")
-	if err != nil || b != "src" || k != "a//b c" {
-		t.Fatalf("%q %q %v", b, k, err)
+	b, k, v, hasV, err := copySource("/src/a%2F%2Fb%20c?versionId=null")
+	if err != nil || b != "src" || k != "a//b c" || v != "null" || !hasV {
+		t.Fatalf("%q %q %q %v %v", b, k, v, hasV, err)
 	}
-	if _, _, err := copySource("nokey"); err == nil {
+	if _, _, v, hasV, err := copySource("src/k"); err != nil || hasV || v != "" {
+		t.Fatalf("no version: %q %v %v", v, hasV, err)
+	}
+	if _, _, v, _, err := copySource("src/k?versionId=a%2Bb"); err != nil || v != "a+b" {
+		t.Fatalf("encoded version: %q %v", v, err)
+	}
+	if _, _, _, _, err := copySource("nokey"); err == nil {
 		t.Fatal("accepted")
 	}
 }

@@ -119,6 +119,7 @@ const (
 	opGetBucketACL            operation = "GetBucketAcl"
 	opListObjectsV1           operation = "ListObjects"
 	opListObjectsV2           operation = "ListObjectsV2"
+	opListObjectVersions      operation = "ListObjectVersions"
 	opListMultipartUploads    operation = "ListMultipartUploads"
 	opDeleteObjects           operation = "DeleteObjects"
 	opPutObject               operation = "PutObject"
@@ -142,7 +143,7 @@ const (
 var implemented = map[operation]bool{
 	opListBuckets: true, opCreateBucket: true, opDeleteBucket: true, opHeadBucket: true,
 	opGetBucketLocation: true, opGetBucketVersioning: true, opGetBucketACL: true,
-	opListObjectsV1: true, opListObjectsV2: true, opListMultipartUploads: true, opDeleteObjects: true,
+	opListObjectsV1: true, opListObjectsV2: true, opListObjectVersions: true, opListMultipartUploads: true, opDeleteObjects: true,
 	opPutObject: true, opCopyObject: true, opGetObject: true, opHeadObject: true, opDeleteObject: true,
 	opGetObjectACL: true, opCreateMultipartUpload: true, opUploadPart: true, opUploadPartCopy: true,
 	opCompleteMultipartUpload: true, opAbortMultipartUpload: true, opListParts: true,
@@ -160,10 +161,11 @@ type subresource struct {
 	get, put, delete, post operation
 }
 
-// bucketSubresources are the bucket sub-resources Facet does not
-// implement: requesting them gets NotImplemented naming the operation
-// rather than being mistaken for a listing or a bucket creation. (GET ?acl,
-// ?versioning and ?location are served; see resolveOperation.)
+// bucketSubresources are the bucket sub-resources, most of which Facet
+// does not implement: requesting them gets NotImplemented naming the
+// operation rather than being mistaken for a listing or a bucket creation.
+// (GET ?versions is served from here; GET ?acl, ?versioning and ?location
+// are served too, see resolveOperation.)
 var bucketSubresources = []subresource{
 	{"policy", "GetBucketPolicy", "PutBucketPolicy", "DeleteBucketPolicy", ""},
 	{"policyStatus", "GetBucketPolicyStatus", "", "", ""},
@@ -184,7 +186,7 @@ var bucketSubresources = []subresource{
 	{"ownershipControls", "GetBucketOwnershipControls", "PutBucketOwnershipControls", "DeleteBucketOwnershipControls", ""},
 	{"publicAccessBlock", "GetPublicAccessBlock", "PutPublicAccessBlock", "DeletePublicAccessBlock", ""},
 	{"intelligent-tiering", "GetBucketIntelligentTieringConfiguration", "PutBucketIntelligentTieringConfiguration", "DeleteBucketIntelligentTieringConfiguration", ""},
-	{"versions", "ListObjectVersions", "", "", ""},
+	{"versions", opListObjectVersions, "", "", ""},
 	{"acl", "", "PutBucketAcl", "", ""},
 	{"versioning", "", "PutBucketVersioning", "", ""},
 	// Object sub-resources, which S3 has no bucket operation for.

@@ -64,7 +64,7 @@ func TestRawPathSurvivesRequestParsing(t *testing.T) {
 
 func TestResolveOperation(t *testing.T) {
 	notServed := map[operation]bool{opUnknown: true, "GetBucketPolicy": true, "PutBucketWebsite": true,
-		"DeleteBucketCors": true, "PutBucketVersioning": true, "PutBucketAcl": true, "ListObjectVersions": true,
+		"DeleteBucketCors": true, "PutBucketVersioning": true, "PutBucketAcl": true,
 		"PostObject": true, "PutObjectTagging": true, "PutObjectAcl": true, "RestoreObject": true}
 	cases := []struct {
 		method, url string
@@ -87,7 +87,9 @@ func TestResolveOperation(t *testing.T) {
 		{"GET", "/b?versioning", nil, opGetBucketVersioning},
 		{"GET", "/b?acl", nil, opGetBucketACL},
 		{"PUT", "/b?acl", nil, "PutBucketAcl"},
-		{"GET", "/b?versions", nil, "ListObjectVersions"},
+		{"GET", "/b?versions", nil, opListObjectVersions},
+		{"PUT", "/b?versions", nil, opUnknown},
+		{"GET", "/b/k?versions", nil, opUnknown},
 		{"GET", "/b?torrent", nil, opUnknown},
 		{"POST", "/b", nil, "PostObject"},
 		{"POST", "/b?select", nil, opUnknown},

@@ -319,6 +319,9 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 			return err
 		}
 	}
+	if err := checkVersionID(req); err != nil {
+		return err
+	}
 	switch req.op {
 	case opListBuckets:
 		return s.listBuckets(w, req)
@@ -338,6 +341,8 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 		return s.listObjectsV1(w, req)
 	case opListObjectsV2:
 		return s.listObjectsV2(w, req)
+	case opListObjectVersions:
+		return s.listObjectVersions(w, req)
 	case opListMultipartUploads:
 		return s.listMultipartUploads(w, req)
 	case opDeleteObjects:

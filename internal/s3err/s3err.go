@@ -68,6 +68,7 @@ var (
 	MissingSecurityHeader = Code{"MissingSecurityHeader", http.StatusBadRequest, "Your request is missing a required header."}
 	NoSuchBucket          = Code{"NoSuchBucket", http.StatusNotFound, "The specified bucket does not exist."}
 	NoSuchKey             = Code{"NoSuchKey", http.StatusNotFound, "The specified key does not exist."}
+	NoSuchVersion         = Code{"NoSuchVersion", http.StatusNotFound, "The specified version does not exist."}
 	NoSuchUpload          = Code{"NoSuchUpload", http.StatusNotFound, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."}
 	NotImplemented        = Code{"NotImplemented", http.StatusNotImplemented, "A header you provided implies functionality that is not implemented."}
 	PreconditionFailed    = Code{"PreconditionFailed", http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold."}
@@ -96,6 +97,11 @@ type Error struct {
 	Bucket   string
 	Key      string
 	Err      error
+	// VersionID names the version a NoSuchVersion concerns.
+	VersionID string
+	// ArgumentName and ArgumentValue name the request argument an
+	// InvalidArgument refuses, as S3 reports them.
+	ArgumentName, ArgumentValue string
 }
 
 func (e *Error) Error() string {
@@ -132,14 +138,17 @@ func As(err error) *Error {
 }
 
 type xmlError struct {
-	XMLName    xml.Name `xml:"Error"`
-	Code       string   `xml:"Code"`
-	Message    string   `xml:"Message"`
-	BucketName string   `xml:"BucketName,omitempty"`
-	Key        string   `xml:"Key,omitempty"`
-	Resource   string   `xml:"Resource,omitempty"`
-	RequestID  string   `xml:"RequestId"`
-	HostID     string   `xml:"HostId"`
+	XMLName       xml.Name `xml:"Error"`
+	Code          string   `xml:"Code"`
+	Message       string   `xml:"Message"`
+	ArgumentName  string   `xml:"ArgumentName,omitempty"`
+	ArgumentValue string   `xml:"ArgumentValue,omitempty"`
+	BucketName    string   `xml:"BucketName,omitempty"`
+	Key           string   `xml:"Key,omitempty"`
+	VersionID     string   `xml:"VersionId,omitempty"`
+	Resource      string   `xml:"Resource,omitempty"`
+	RequestID     string   `xml:"RequestId"`
+	HostID        string   `xml:"HostId"`
 }
 
 // Write renders err as S3's XML error document. HEAD requests and 304
@@ -160,7 +169,8 @@ func Write(w http.ResponseWriter, r *http.Request, err error, requestID string) 
 		return
 	}
 	body, _ := xml.Marshal(xmlError{
-		Code: e.Code.Name, Message: msg, BucketName: e.Bucket, Key: e.Key,
+		Code: e.Code.Name, Message: msg, ArgumentName: e.ArgumentName, ArgumentValue: e.ArgumentValue,
+		BucketName: e.Bucket, Key: e.Key, VersionID: e.VersionID,
 		Resource: e.Resource, RequestID: requestID, HostID: requestID,
 	})
 	h.Set("Content-Type", "application/xml")

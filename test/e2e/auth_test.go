@@ -250,6 +250,38 @@ func TestCrossTenantDenial(t *testing.T) {
 	}{
 		{"ListObjectsV2", func() error { _, err := b.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: bk}); return err }},
 		{"ListObjects", func() error { _, err := b.ListObjects(ctx, &s3.ListObjectsInput{Bucket: bk}); return err }},
+		{"ListObjectVersions", func() error {
+			_, err := b.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: bk})
+			return err
+		}},
+		{"ListObjectVersions with a bogus marker", func() error {
+			_, err := b.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: bk, KeyMarker: key, VersionIdMarker: aws.String("bogus")})
+			return err
+		}},
+		{"GetBucketVersioning", func() error {
+			_, err := b.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: bk})
+			return err
+		}},
+		{"GetObject versionId=null", func() error {
+			_, err := b.GetObject(ctx, &s3.GetObjectInput{Bucket: bk, Key: key, VersionId: aws.String("null")})
+			return err
+		}},
+		{"GetObject bogus versionId", func() error {
+			_, err := b.GetObject(ctx, &s3.GetObjectInput{Bucket: bk, Key: key, VersionId: aws.String("bogus")})
+			return err
+		}},
+		{"DeleteObject versionId=null", func() error {
+			_, err := b.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: bk, Key: key, VersionId: aws.String("null")})
+			return err
+		}},
+		{"DeleteObjects by null version", func() error {
+			_, err := b.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: bk, Delete: &types.Delete{Objects: []types.ObjectIdentifier{{Key: key, VersionId: aws.String("null")}}}})
+			return err
+		}},
+		{"CopyObject from alice's bogus version", func() error {
+			_, err := b.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("bob-bucket"), Key: aws.String("stolen"), CopySource: aws.String("alice-private/secret?versionId=bogus")})
+			return err
+		}},
 		{"GetObject", func() error { _, err := b.GetObject(ctx, &s3.GetObjectInput{Bucket: bk, Key: key}); return err }},
 		{"GetObject missing key", func() error {
 			_, err := b.GetObject(ctx, &s3.GetObjectInput{Bucket: bk, Key: aws.String("nope")})
@@ -305,6 +337,8 @@ func TestCrossTenantDenial(t *testing.T) {
 	// HEAD has no body: status only.
 	_, err = b.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bk, Key: key})
 	wantErr(t, "bob HeadObject", err, "", http.StatusForbidden)
+	_, err = b.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bk, Key: key, VersionId: aws.String("bogus")})
+	wantErr(t, "bob HeadObject bogus versionId", err, "", http.StatusForbidden)
 	_, err = b.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: bk})
 	wantErr(t, "bob HeadBucket", err, "", http.StatusForbidden)
 	_, err = b.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bk})
