@@ -154,3 +154,9 @@ def test_cli_list_object_versions(cli, s3, bucket):
     assert [(v["Key"], v["VersionId"], v["IsLatest"]) for v in out["Versions"]] == \
         [("x/1", "null", True), ("x/2", "null", True), ("y", "null", True)]
     assert "Status" not in (cli.json("s3api", "get-bucket-versioning", "--bucket", bucket) or {})
+    # `aws s3 rb --force` deletes the objects, then the bucket, open upload and all.
+    open_upload(s3, bucket, "x/open")
+    cli.run("s3", "rb", "--force", f"s3://{bucket}")
+    with pytest.raises(ClientError) as e:
+        s3.head_bucket(Bucket=bucket)
+    assert status(e) == 404
