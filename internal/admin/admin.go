@@ -22,9 +22,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/facet-sds/facet/internal/authfail"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/ownership"
@@ -130,7 +132,9 @@ type handler struct {
 	tokenHash   *[sha256.Size]byte // nil: no token configured, refuse all
 	// metricsHash is MetricsToken's; nil when there is none.
 	metricsHash *[sha256.Size]byte
-	mux         *http.ServeMux
+	// fails counts wrong bearer tokens per client address.
+	fails *authfail.Limiter
+	mux   *http.ServeMux
 }
 
 // route is one API operation. The table is the single list of operations;
@@ -217,7 +221,7 @@ var routes = []route{
 // New returns the control API handler.
 func New(cfg Config) http.Handler {
 	h := &handler{volumes: cfg.Volumes, store: cfg.Store, policies: cfg.Policies, usage: cfg.Usage, controllers: cfg.Controllers, workload: cfg.Workload, filters: cfg.Filters, log: cfg.Logger, mux: http.NewServeMux(),
-		locator: cfg.Locality, node: cfg.Node, nodes: cfg.Nodes}
+		locator: cfg.Locality, node: cfg.Node, nodes: cfg.Nodes, fails: authfail.New(authfail.Config{})}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -281,9 +285,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) dispatch(w http.ResponseWriter, r *http.Request) {
-	if !h.allowed(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="facet-admin"`)
-		writeError(w, &apiError{status: http.StatusUnauthorized, code: "Unauthorized", message: "missing or invalid admin bearer token"})
+	if !h.open(r) && !RateLimitBearer(w, r, h.fails, h.allowed) {
 		return
 	}
 	next, pattern := h.mux.Handler(r)
@@ -312,11 +314,39 @@ func (h *handler) unmatched(w http.ResponseWriter, r *http.Request, rec *statusO
 	}
 }
 
-// allowed reports whether r may go on: the health check is open, /metrics
-// takes either token, the rest the admin token.
+// open reports whether r needs no token: the health check.
+func (h *handler) open(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.URL.Path == "/healthz"
+}
+
+// RateLimitBearer checks r's bearer token with allowed, under fails: a
+// client address with too many wrong tokens is refused (429) before its
+// token is checked; a wrong token (a missing one guesses nothing) counts
+// one failure. It answers the refusals itself and reports whether r may
+// go on. Every admin listener of Facet's roles checks its tokens so.
+func RateLimitBearer(w http.ResponseWriter, r *http.Request, fails *authfail.Limiter, allowed func(*http.Request) bool) bool {
+	src := authfail.ClientAddr(r)
+	if ok, wait := fails.Allowed(src); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		writeError(w, &apiError{status: http.StatusTooManyRequests, code: "TooManyAttempts", message: "too many failed authentications from this address; try again later"})
+		return false
+	}
+	if allowed(r) {
+		return true
+	}
+	if r.Header.Get("Authorization") != "" {
+		fails.Failed(src)
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="facet-admin"`)
+	writeError(w, &apiError{status: http.StatusUnauthorized, code: "Unauthorized", message: "missing or invalid admin bearer token"})
+	return false
+}
+
+// allowed reports whether r may go on: /metrics takes either token, the
+// rest the admin token.
 func (h *handler) allowed(r *http.Request) bool {
 	switch {
-	case r.Method == http.MethodGet && r.URL.Path == "/healthz":
+	case h.open(r):
 		return true
 	case r.URL.Path == "/metrics":
 		return h.authorized(r) || BearerMatches(r, h.metricsHash)

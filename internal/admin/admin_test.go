@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/facet-sds/facet/internal/authfail"
 	"github.com/facet-sds/facet/internal/meta"
 )
 
@@ -78,6 +80,10 @@ func (f *fixture) do(t *testing.T, method, path, body string, hdr ...string) res
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Remote-Addr" { // the client's address, not a header
+			req.RemoteAddr = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	rec := httptest.NewRecorder()
@@ -111,8 +117,41 @@ func wantError(t *testing.T, r response, status int, code string) {
 	}
 }
 
+// After DefaultFailures wrong tokens, an address is refused with 429
+// before its token is checked (the right one included), and only that
+// address: another with the right token, and the health check, go on.
+func TestAuthFailuresRateLimited(t *testing.T) {
+	f := newFixture(t)
+	const bad, good = "198.51.100.7:4000", "198.51.100.8:4000"
+	for range authfail.DefaultFailures {
+		wantError(t, f.do(t, http.MethodGet, "/api/v1/tenants", "", "Authorization", "Bearer nope", "Remote-Addr", bad), http.StatusUnauthorized, "Unauthorized")
+	}
+	for _, tok := range []string{"nope", token} {
+		r := f.do(t, http.MethodGet, "/api/v1/tenants", "", "Authorization", "Bearer "+tok, "Remote-Addr", bad)
+		wantError(t, r, http.StatusTooManyRequests, "TooManyAttempts")
+		if r.header.Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+	}
+	if r := f.do(t, http.MethodGet, "/api/v1/tenants", "", "Authorization", "Bearer "+token, "Remote-Addr", good); r.status != http.StatusOK {
+		t.Fatalf("another address with the right token: %d %s", r.status, r.body)
+	}
+	if r := f.do(t, http.MethodGet, "/healthz", "", "Remote-Addr", bad); r.status != http.StatusOK {
+		t.Fatalf("health check from the limited address: %d", r.status)
+	}
+	// A missing token guesses nothing: it does not count.
+	const none = "198.51.100.9:4000"
+	for range 2 * authfail.DefaultFailures {
+		f.do(t, http.MethodGet, "/api/v1/tenants", "", "X-None", "x", "Remote-Addr", none)
+	}
+	if r := f.do(t, http.MethodGet, "/api/v1/tenants", "", "Authorization", "Bearer "+token, "Remote-Addr", none); r.status != http.StatusOK {
+		t.Fatalf("after requests without a token: %d", r.status)
+	}
+}
+
 func TestAuth(t *testing.T) {
 	f := newFixture(t)
+	client := 0
 	for name, hdr := range map[string][]string{
 		"none":         {"X-None", "x"},
 		"wrong token":  {"Authorization", "Bearer nope"},
@@ -123,7 +162,9 @@ func TestAuth(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, p := range []string{"/api/v1/tenants", "/api/v1/openapi.json", "/api/v1/nowhere", "/"} {
-				r := f.do(t, http.MethodGet, p, "", hdr...)
+				// Each from its own address: under the failed-auth limit.
+				client++
+				r := f.do(t, http.MethodGet, p, "", append(hdr, "Remote-Addr", fmt.Sprintf("192.0.2.%d:1234", client))...)
 				wantError(t, r, http.StatusUnauthorized, "Unauthorized")
 				if !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
 					t.Fatalf("%s: WWW-Authenticate %q", p, r.header.Get("WWW-Authenticate"))

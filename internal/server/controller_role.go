@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/authfail"
 	"github.com/facet-sds/facet/internal/control"
 	"github.com/facet-sds/facet/internal/controller"
 	"github.com/facet-sds/facet/internal/filter/builtin"
@@ -256,16 +257,17 @@ func (r *controllerRole) handler(token string, api http.Handler) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, req *http.Request) { reply(w, req, false) })
+	// Wrong tokens count per client address, as on the admin API.
+	fails := authfail.New(authfail.Config{})
+	bearer := func(req *http.Request) bool { return admin.BearerMatches(req, want) }
 	mux.HandleFunc("GET /v1/controllers", func(w http.ResponseWriter, req *http.Request) {
-		if !admin.BearerMatches(req, want) {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
+		if !admin.RateLimitBearer(w, req, fails, bearer) {
 			return
 		}
 		reply(w, req, true)
 	})
 	mux.HandleFunc("GET /v1/nodes", func(w http.ResponseWriter, req *http.Request) {
-		if !admin.BearerMatches(req, want) {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
+		if !admin.RateLimitBearer(w, req, fails, bearer) {
 			return
 		}
 		ns, err := r.nodes.Nodes(req.Context())

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/authfail"
 )
 
 // errorBody is the dashboard's error answer, shaped like the control
@@ -119,8 +120,8 @@ func (u *UI) tenantKeyValid(r *http.Request, sess session) bool {
 }
 
 func (u *UI) login(w http.ResponseWriter, r *http.Request) {
-	addr := clientAddr(r)
-	if ok, wait := u.logins.allowed(addr); !ok {
+	addr := authfail.ClientAddr(r)
+	if ok, wait := u.logins.Allowed(addr); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 		writeErr(w, http.StatusTooManyRequests, "TooManyAttempts", "too many failed sign-ins; try again later")
 		return
@@ -169,7 +170,7 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 
 // refuse answers a failed sign-in without saying which part was wrong.
 func (u *UI) refuse(w http.ResponseWriter, addr string) {
-	u.logins.failed(addr)
+	u.logins.Failed(addr)
 	u.log.Info("dashboard sign-in refused", "remote", addr)
 	writeErr(w, http.StatusUnauthorized, "InvalidCredentials", "wrong token or keys")
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -157,54 +156,4 @@ func sessionID(r *http.Request) string {
 func csrfOK(r *http.Request, sess session) bool {
 	got := r.Header.Get(csrfHeader)
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(sess.csrf)) == 1
-}
-
-// loginLimiter slows down guessing: each client address gets a few failed
-// sign-ins per window, then is refused until the window ends.
-type loginLimiter struct {
-	now    func() time.Time
-	mu     sync.Mutex
-	window time.Time
-	fails  map[string]int
-}
-
-const (
-	loginWindow   = time.Minute
-	loginFailures = 10
-	maxLimited    = 10000
-)
-
-func newLoginLimiter(now func() time.Time) *loginLimiter {
-	return &loginLimiter{now: now, fails: map[string]int{}}
-}
-
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// allowed reports whether addr may try to sign in now, and if not, when
-// it may again.
-func (l *loginLimiter) allowed(addr string) (bool, time.Duration) {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.window) >= loginWindow {
-		l.window, l.fails = now, map[string]int{}
-	}
-	if l.fails[addr] >= loginFailures {
-		return false, l.window.Add(loginWindow).Sub(now)
-	}
-	return true, 0
-}
-
-func (l *loginLimiter) failed(addr string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.fails) < maxLimited {
-		l.fails[addr]++
-	}
 }

@@ -3,8 +3,10 @@ package ui
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 
+	"github.com/facet-sds/facet/internal/authfail"
 	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/s3api/sigv4"
 	"github.com/facet-sds/facet/internal/s3err"
@@ -51,19 +53,30 @@ func newVerifier(store Store) *sigv4.Verifier {
 func (u *UI) serveSigned(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// Failures count per client address and access key, so one key's
+	// guesser does not lock out the other keys' calls.
+	source := authfail.ClientAddr(r) + " " + sigv4.AccessKeyOf(r)
+	if ok, wait := u.signed.Allowed(source); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		writeErr(w, http.StatusTooManyRequests, "SlowDown", "too many failed signed calls; try again later")
+		return
+	}
 	id, body, err := u.verifier.Verify(r)
 	if err != nil {
 		e := s3err.As(err)
+		if authfail.Counts(e.Code.Name) {
+			u.signed.Failed(source)
+		}
 		msg := e.Message
 		if msg == "" {
 			msg = e.Code.Message
 		}
 		if obs.ClassOf(e.Code.Status, e.Code.Name) == obs.ClassServer {
-			u.log.Error("signed control API request: verification failed", "err", err, "remote", clientAddr(r))
+			u.log.Error("signed control API request: verification failed", "err", err, "remote", authfail.ClientAddr(r))
 		} else {
 			// The cause names the key and headers, never a secret or a
 			// signature (package sigv4); the answer gives the code only.
-			u.log.Info("signed control API request refused", "code", e.Code.Name, "cause", err, "remote", clientAddr(r))
+			u.log.Info("signed control API request refused", "code", e.Code.Name, "cause", err, "remote", authfail.ClientAddr(r))
 		}
 		writeErr(w, e.Code.Status, e.Code.Name, msg)
 		return

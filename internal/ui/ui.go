@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/facet-sds/facet/internal/authfail"
 	"github.com/facet-sds/facet/internal/buildinfo"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/metrics"
@@ -90,9 +91,12 @@ type UI struct {
 	log       *slog.Logger
 	now       func() time.Time
 	sessions  *sessions
-	logins    *loginLimiter
-	live      *live
-	static    http.Handler
+	// logins counts failed sign-ins per client address; signed counts
+	// failed signed calls per client address and access key (package
+	// authfail).
+	logins, signed *authfail.Limiter
+	live           *live
+	static         http.Handler
 	// index is the one document, with the build in its footer.
 	index []byte
 	// verifier authenticates tenants' signed API calls (signed.go).
@@ -120,7 +124,8 @@ func New(cfg Config) *UI {
 		maxAge = 12 * time.Hour
 	}
 	u.sessions = newSessions(idle, maxAge, u.now)
-	u.logins = newLoginLimiter(u.now)
+	u.logins = authfail.New(authfail.Config{Now: u.now})
+	u.signed = authfail.New(authfail.Config{Now: u.now})
 	u.live = newLive(cfg.Metrics, cfg.Store, cfg.Period, cfg.History, u.now, u.log)
 	sub, err := fs.Sub(assets, "assets")
 	if err != nil {

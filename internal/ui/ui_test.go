@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/authfail"
 	"github.com/facet-sds/facet/internal/buildinfo"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/metrics"
@@ -199,11 +200,11 @@ func TestLoginRefusals(t *testing.T) {
 func TestLoginFailuresAreLimited(t *testing.T) {
 	f := newFixture(t)
 	var last int
-	for range loginFailures + 1 {
+	for range authfail.DefaultFailures + 1 {
 		_, last = f.login(`{"token":"wrong"}`)
 	}
 	if last != http.StatusTooManyRequests {
-		t.Fatalf("after %d failures: %d", loginFailures+1, last)
+		t.Fatalf("after %d failures: %d", authfail.DefaultFailures+1, last)
 	}
 	if _, st := f.login(`{"token":"` + testToken + `"}`); st != http.StatusTooManyRequests {
 		t.Errorf("the right token during the lock-out: %d", st)

@@ -237,3 +237,50 @@ func TestSignatureReplayAcrossListeners(t *testing.T) {
 		t.Errorf("facet ctl as the tenant: %v %s", err, out)
 	}
 }
+
+// Failed authentications are limited per source: after ten wrong
+// signatures for one key, S3 answers SlowDown to that key from that
+// address, while another key from the same address still works; after ten
+// wrong admin tokens, the admin API answers 429 to that address.
+func TestFailedAuthRateLimited(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	good := s.createTenant(t, "good")
+	victim := s.createTenant(t, "victim")
+	mkBucket(t, s.sdk(good), "good")
+	guess := victim
+	guess.SecretKey = strings.Repeat("x", len(victim.SecretKey))
+	ctx := ctxT(t)
+	var codes []string
+	for range 12 {
+		_, err := s.sdk(guess).ListBuckets(ctx, &s3.ListBucketsInput{})
+		codes = append(codes, errCode(err))
+	}
+	if codes[0] != "SignatureDoesNotMatch" || codes[9] != "SignatureDoesNotMatch" || codes[10] != "SlowDown" || codes[11] != "SlowDown" {
+		t.Fatalf("wrong secrets: codes %v; want 10 SignatureDoesNotMatch then SlowDown", codes)
+	}
+	putBytes(t, s.sdk(good), "good", "k", []byte("still served"))
+	if got, _ := getBytes(t, s.sdk(good), "good", "k"); string(got) != "still served" {
+		t.Fatalf("another key from the same address: %q", got)
+	}
+
+	adminGet := func(token string) int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+s.adminAddr+"/v1/tenants", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	var statuses []int
+	for range 11 {
+		statuses = append(statuses, adminGet(testToken()))
+	}
+	if statuses[0] != http.StatusUnauthorized || statuses[9] != http.StatusUnauthorized || statuses[10] != http.StatusTooManyRequests {
+		t.Fatalf("wrong admin tokens: %v; want 10 × 401 then 429", statuses)
+	}
+	if st := adminGet(s.token); st != http.StatusTooManyRequests {
+		t.Errorf("the right token from the limited address: %d; want 429 (refused before the check)", st)
+	}
+}

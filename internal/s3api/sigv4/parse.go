@@ -3,6 +3,7 @@ package sigv4
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -209,4 +210,20 @@ func (q queryParams) get(k string) string {
 		}
 	}
 	return ""
+}
+
+// AccessKeyOf is the access key r claims to be signed with (its
+// Authorization header's or presigned URL's credential), unverified, or ""
+// when it names none: what failed-authentication limits count by.
+func AccessKeyOf(r *http.Request) string {
+	cred := r.URL.Query().Get("X-Amz-Credential")
+	if h := r.Header.Get("Authorization"); h != "" {
+		_, rest, _ := strings.Cut(h, "Credential=")
+		cred, _, _ = strings.Cut(rest, ",")
+	}
+	ak, _, _ := strings.Cut(strings.TrimSpace(cred), "/")
+	if len(ak) > 128 {
+		ak = ak[:128] // a key id is 20 characters; bound what a client sends
+	}
+	return ak
 }
