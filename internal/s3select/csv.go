@@ -12,6 +12,9 @@ import (
 	"github.com/facet-sds/facet/internal/s3select/sql"
 )
 
+// maxColumns bounds the fields of a CSV record.
+const maxColumns = 1 << 18
+
 // csvReader reads CSV records. Fields are strings that alias the read
 // buffer (no allocation per field); they are valid until the next record.
 type csvReader struct {
@@ -84,6 +87,14 @@ func (c *csvReader) next() (*csvRow, int64, error) {
 // split cuts line into fields. Without a quote character in the line,
 // fields are views of the line itself.
 func (c *csvReader) split(line []byte, start int64) error {
+	// A field costs a string header (16 bytes) for one byte of record:
+	// a record of delimiters would cost 16 times its size. Only a record
+	// longer than the limit can pass it, so short ones are not counted.
+	if len(line) >= maxColumns && (c.need < 0 || c.need > maxColumns) {
+		if n := bytes.Count(line, []byte{c.fd}) + 1; n > maxColumns {
+			return newError(CodeOverMaxColumn, "record %d (offset %d) has %d fields; the maximum is %d", c.records, start, n, maxColumns)
+		}
+	}
 	f := c.row.fields[:0]
 	c.line, c.plain, c.full = line, bytes.IndexByte(line, c.q) < 0, true
 	if c.plain {

@@ -4,6 +4,7 @@ import (
 	"compress/bzip2"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -58,6 +59,8 @@ type Native struct {
 	Workers int
 	// chunk overrides parallelChunk (tests).
 	chunk int64
+	// maxExpand overrides the expansion limit of compressed input (tests).
+	maxExpand int64
 }
 
 // Prepare implements Engine.
@@ -83,7 +86,7 @@ func (n Native) Prepare(req *Request) (Prepared, error) {
 	if chunk <= 0 {
 		chunk = parallelChunk
 	}
-	return &prepared{req: req, q: q, now: now, period: tick, workers: n.workers(), chunk: chunk}, nil
+	return &prepared{req: req, q: q, now: now, period: tick, workers: n.workers(), chunk: chunk, maxExpand: n.maxExpand}, nil
 }
 
 type prepared struct {
@@ -93,6 +96,8 @@ type prepared struct {
 	period  time.Duration
 	workers int
 	chunk   int64
+	// maxExpand overrides the expansion limit (tests); 0 is the default.
+	maxExpand int64
 	// lineBufs, set on a parallel scan's chunks, recycles their read
 	// buffers: a fresh 1 MiB buffer per 8 MiB chunk was most of what a
 	// scan allocated, and the garbage collections it caused.
@@ -215,9 +220,9 @@ func (r *run) open(in Input, off, end int64) (io.ReadCloser, error) {
 			rc.Close()
 			return nil, &Error{Code: CodeInvalidCompressionFormat, Message: "the object is not GZIP-compressed data", Err: err}
 		}
-		s = &decompressErr{r: zr, name: "GZIP"}
+		s = newDecompressErr(zr, "GZIP", r.expansion(in.Size()-off))
 	case "BZIP2":
-		s = &decompressErr{r: bzip2.NewReader(s), name: "BZIP2"}
+		s = newDecompressErr(bzip2.NewReader(s), "BZIP2", r.expansion(in.Size()-off))
 	}
 	r.procd = &countingReader{r: s}
 	return struct {
@@ -279,14 +284,43 @@ func (b *boundedStream) Read(p []byte) (int, error) {
 
 func (b *boundedStream) Close() error { return b.cur.Close() }
 
-// decompressErr reports corrupt compressed input with S3's code.
+// Decompression bombs: a record's bound keeps memory bounded whatever a
+// compressed object expands to, but not the time spent scanning it, and
+// BZIP2 expands a few kilobytes into terabytes. A stream may expand to
+// maxExpansionRatio times its compressed size (gzip's own ceiling is
+// ~1,032) or to minExpansionLimit, whichever is more.
+const (
+	maxExpansionRatio = 2048
+	minExpansionLimit = 1 << 30
+)
+
+// expansion is what a compressed stream of n bytes may expand to.
+func (p *prepared) expansion(n int64) int64 {
+	if p.maxExpand > 0 {
+		return p.maxExpand
+	}
+	return max(minExpansionLimit, maxExpansionRatio*n)
+}
+
+func newDecompressErr(r io.Reader, name string, limit int64) *decompressErr {
+	return &decompressErr{r: r, name: name, left: limit, limit: limit}
+}
+
+// decompressErr reports corrupt compressed input with S3's code, and
+// ends a stream that expands past its limit.
 type decompressErr struct {
-	r    io.Reader
-	name string
+	r     io.Reader
+	name  string
+	left  int64 // decompressed bytes the stream may still yield
+	limit int64
 }
 
 func (d *decompressErr) Read(p []byte) (int, error) {
 	n, err := d.r.Read(p)
+	d.left -= int64(n)
+	if d.left < 0 {
+		return 0, &Error{Code: CodeInvalidCompressionFormat, Message: fmt.Sprintf("the %s stream expands past %d bytes, the most a stream may expand to: %d times its compressed size, at least %d (a decompression bomb)", d.name, d.limit, maxExpansionRatio, minExpansionLimit)}
+	}
 	if err != nil && err != io.EOF {
 		return n, &Error{Code: CodeInvalidCompressionFormat, Message: "the object is not valid " + d.name + " data", Err: err}
 	}

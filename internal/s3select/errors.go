@@ -45,6 +45,7 @@ const (
 	CodeUnsupportedParquetType    = "UnsupportedParquetType"
 	CodeOverMaxRecordSize         = "OverMaxRecordSize"
 	CodeOverMaxParquetBlockSize   = "OverMaxParquetBlockSize"
+	CodeOverMaxColumn             = "OverMaxColumn"
 	CodeTruncatedInput            = "TruncatedInput"
 	CodeInternalError             = "InternalError"
 )

@@ -15,13 +15,41 @@ import (
 // maxJSONDepth bounds nesting, so hostile input cannot exhaust the stack.
 const maxJSONDepth = 512
 
-var errJSONSyntax = errors.New("invalid JSON")
+// maxRecordDecoded bounds what one JSON record costs decoded: a value is
+// 56 bytes whatever its size in the input, so 8 MiB of "[0,0,..." would
+// cost ~450 MB. A document of typical small objects costs ~7 times its
+// size, so documents up to the 8 MiB record bound pass.
+const maxRecordDecoded = 64 << 20
+
+// Decoded costs charged against maxRecordDecoded: an sql.Value, and an
+// object's sql.Obj with its slice headers; a key is a string header.
+const (
+	costValue  = 56
+	costObject = 48
+	costKey    = 16
+)
+
+var (
+	errJSONSyntax    = errors.New("invalid JSON")
+	errRecordDecoded = errors.New("record too large decoded")
+)
 
 // jsonParser reads JSON values into sql.Values, keeping object key order.
 type jsonParser struct {
 	r     io.ByteScanner
 	depth int
 	sb    []byte
+	// cost is what the current record costs decoded so far.
+	cost int64
+}
+
+// charge adds n bytes to the record's decoded cost.
+func (p *jsonParser) charge(n int) error {
+	p.cost += int64(n)
+	if p.cost > maxRecordDecoded {
+		return errRecordDecoded
+	}
+	return nil
 }
 
 func (p *jsonParser) skipSpace() (byte, error) {
@@ -50,6 +78,9 @@ func (p *jsonParser) value() (sql.Value, error) {
 }
 
 func (p *jsonParser) valueFrom(c byte) (sql.Value, error) {
+	if err := p.charge(costValue); err != nil {
+		return sql.Value{}, err
+	}
 	switch {
 	case c == '{':
 		return p.object()
@@ -57,6 +88,9 @@ func (p *jsonParser) valueFrom(c byte) (sql.Value, error) {
 		return p.array()
 	case c == '"':
 		s, err := p.str()
+		if err == nil {
+			err = p.charge(len(s))
+		}
 		return sql.NewString(s), err
 	case c == '-' || c >= '0' && c <= '9':
 		return p.number(c)
@@ -96,6 +130,9 @@ func (p *jsonParser) object() (sql.Value, error) {
 		return sql.Value{}, err
 	}
 	defer func() { p.depth-- }()
+	if err := p.charge(costObject); err != nil {
+		return sql.Value{}, err
+	}
 	o := &sql.Obj{}
 	c, err := p.skipSpace()
 	if err != nil {
@@ -110,6 +147,9 @@ func (p *jsonParser) object() (sql.Value, error) {
 		}
 		k, err := p.str()
 		if err != nil {
+			return sql.Value{}, err
+		}
+		if err := p.charge(costKey + len(k)); err != nil {
 			return sql.Value{}, err
 		}
 		if c, err = p.skipSpace(); err != nil {
@@ -328,11 +368,15 @@ func (j *jsonReader) next() (*jsonRow, int64, error) {
 			}
 			j.start = start
 			j.p.r = bytes.NewReader(line)
+			j.p.cost = 0
 			v, err = j.p.value()
 			if err == nil {
 				if c, e := j.p.skipSpace(); e != io.EOF || c != 0 {
 					err = errJSONSyntax
 				}
+			}
+			if errors.Is(err, errRecordDecoded) {
+				return nil, 0, newError(CodeOverMaxRecordSize, "the line at offset %d holds more than %d bytes of values decoded", start, maxRecordDecoded)
 			}
 			if err != nil {
 				return nil, 0, newError(CodeJSONParsingError, "line at offset %d is not a JSON value", start)
@@ -344,9 +388,13 @@ func (j *jsonReader) next() (*jsonRow, int64, error) {
 			// bounded whatever one document's size.
 			j.cr.limit = j.start + maxRecordSize + int64(j.doc.Size())
 			var err error
+			j.p.cost = 0
 			v, err = j.p.value()
 			if err == io.EOF {
 				return nil, 0, io.EOF
+			}
+			if errors.Is(err, errRecordDecoded) {
+				return nil, 0, newError(CodeOverMaxRecordSize, "document %d (at offset %d) holds more than %d bytes of values decoded", j.n+1, j.start, maxRecordDecoded)
 			}
 			if errors.Is(err, errRecordTooLong) {
 				return nil, 0, newError(CodeOverMaxRecordSize, "document %d (at offset %d) is longer than %d bytes", j.n+1, j.start, maxRecordSize)

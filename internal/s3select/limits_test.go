@@ -2,12 +2,15 @@ package s3select
 
 import (
 	"bytes"
+	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -202,5 +205,104 @@ func TestParquetRowGroupBudget(t *testing.T) {
 	short.CompressedPageSize = 100
 	if err := (&chunkGuard{column: "c", budget: &rowGroupBudget{limit: 1 << 30}}).admit(&short, 99); AsError(err).Code != CodeParquetParsingError {
 		t.Fatalf("a page longer than its chunk: %v", err)
+	}
+}
+
+// allocDuring returns the bytes allocated while f runs.
+func allocDuring(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+func jsonReq(typ string) *Request {
+	return &Request{Expression: "SELECT COUNT(*) FROM S3Object s", Input: InputSerialization{JSON: &JSONInput{Type: typ}},
+		Output: OutputSerialization{CSV: &CSVOutput{}}}
+}
+
+// TestJSONRecordDecodedLimit: a value costs 56 bytes decoded whatever its
+// size in the input, so 8 MiB of "[0,0,..." would cost ~450 MB; a record
+// is refused once its values pass maxRecordDecoded.
+func TestJSONRecordDecodedLimit(t *testing.T) {
+	zeros := []byte("[" + strings.Repeat("0,", 4<<20-8) + "0]")
+	objs := []byte("[" + strings.Repeat("{},", 8<<20/3-8) + "{}]")
+	for _, tc := range []struct {
+		name string
+		typ  string
+		data []byte
+	}{
+		{"document of zeros", "DOCUMENT", zeros},
+		{"document of empty objects", "DOCUMENT", objs},
+		{"line of zeros", "LINES", append(append([]byte("{}\n"), zeros...), '\n')},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			got := allocDuring(func() { _, err = runSelect(t, jsonReq(tc.typ), tc.data) })
+			if e := AsError(err); e.Code != CodeOverMaxRecordSize {
+				t.Fatalf("err = %v; want %s", err, CodeOverMaxRecordSize)
+			}
+			// Slices grow by a quarter past 256 elements: what they
+			// allocate in all is ~5 times what they end up holding, and
+			// a line's buffer grows to hold it. The whole record decoded
+			// would allocate over 1 GB.
+			if got > 7*maxRecordDecoded {
+				t.Errorf("refusing it allocated %d MB; want < %d MB", got>>20, 7*maxRecordDecoded>>20)
+			}
+		})
+	}
+	// A document of typical records the size of the record bound passes.
+	rec := `{"id":12345,"user":"alice","status":"500","bytes":1024,"path":"/a/b/c"},`
+	doc := "[" + strings.Repeat(rec, (maxRecordSize-1024)/len(rec)) + "{}]"
+	if out, err := runSelect(t, jsonReq("DOCUMENT"), []byte(doc)); err != nil || out != "1\n" {
+		t.Fatalf("a %d-byte document of records: %q, %v", len(doc), out, err)
+	}
+}
+
+// TestCSVColumnLimit: a field costs a 16-byte string header for one byte
+// of record; a record of more than maxColumns fields is refused before it
+// is split.
+func TestCSVColumnLimit(t *testing.T) {
+	data := []byte("a\n" + strings.Repeat(",", 4<<20) + "\n")
+	// JSON output splits every field (CSV output copies records whole).
+	req := csvReq("SELECT * FROM S3Object", "NONE")
+	req.Output = OutputSerialization{JSON: &JSONOutput{}}
+	var err error
+	got := allocDuring(func() { _, err = runSelect(t, req, data) })
+	if e := AsError(err); e.Code != CodeOverMaxColumn {
+		t.Fatalf("err = %v; want %s", err, CodeOverMaxColumn)
+	}
+	if got > 32<<20 {
+		t.Errorf("refusing it allocated %d MB", got>>20)
+	}
+	ok := []byte(strings.Repeat("x,", maxColumns-1) + "x\n")
+	if _, err := runSelect(t, req, ok); err != nil {
+		t.Fatalf("a record of %d fields: %v", maxColumns, err)
+	}
+}
+
+// TestDecompressionBomb: a compressed stream may expand only so far.
+func TestDecompressionBomb(t *testing.T) {
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(bytes.Repeat([]byte("a,b\n"), 1<<20))
+	zw.Close()
+	req := csvReq("SELECT COUNT(*) FROM S3Object", "NONE")
+	req.Input.CompressionType = "GZIP"
+	p, err := Native{maxExpand: 1 << 20}.Prepare(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background(), memInput(z.Bytes()), &bufSink{}); AsError(err).Code != CodeInvalidCompressionFormat || !strings.Contains(err.Error(), "decompression bomb") {
+		t.Fatalf("err = %v; want %s naming the bomb", err, CodeInvalidCompressionFormat)
+	}
+	p, _ = Native{maxExpand: 4 << 20}.Prepare(req)
+	var out bufSink
+	if _, err := p.Run(context.Background(), memInput(z.Bytes()), &out); err != nil || out.String() != "1048576\n" {
+		t.Fatalf("within the limit: %q, %v", out.String(), err)
+	}
+	if got := (&prepared{}).expansion(1 << 20); got != 2<<30 {
+		t.Errorf("a 1 MiB stream may expand to %d; want 2 GiB", got)
 	}
 }
