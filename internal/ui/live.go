@@ -59,8 +59,15 @@ type Tick struct {
 	Markers []Marker `json:"markers,omitempty"`
 }
 
-// maxStreams bounds the open event streams of the whole dashboard.
-const maxStreams = 256
+// Event stream limits: maxStreams bounds the open streams of the whole
+// dashboard; tenants together may hold all but adminReserved of them, and
+// each tenant at most maxTenantStreams, so that no tenant takes the
+// administrator's dashboard (or the other tenants') away.
+const (
+	maxStreams       = 256
+	adminReserved    = 16
+	maxTenantStreams = 8
+)
 
 // live keeps the last History of the plots' series, sampled from the
 // aggregator once per period, and the policy markers, and wakes the
@@ -79,10 +86,14 @@ type live struct {
 	markers []Marker
 	wake    chan struct{} // closed and replaced at each new point
 	streams int
-	lastT   int64
-	seq     uint64            // the last marker's seq
-	shown   map[string]string // policy id: its last state shown
-	polled  bool
+	// tenantStreams counts the open streams of tenants' sessions, in all
+	// and per tenant.
+	tenantStreams int
+	perTenant     map[string]int
+	lastT         int64
+	seq           uint64            // the last marker's seq
+	shown         map[string]string // policy id: its last state shown
+	polled        bool
 }
 
 func newLive(src Snapshotter, store Store, period, history time.Duration, now func() time.Time, log *slog.Logger) *live {
@@ -271,20 +282,41 @@ func (l *live) since(t int64, seq uint64) ([]Point, []Marker, uint64, chan struc
 	return l.points[i:], l.markers[j:], l.seq, l.wake
 }
 
-func (l *live) openStream() bool {
+// openStream counts a new stream of tenant's session ("" for the
+// administrator), or says why there is no room for it.
+func (l *live) openStream(tenant string) (ok bool, why string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.streams >= maxStreams {
-		return false
+		return false, "too many open dashboards"
+	}
+	if tenant != "" {
+		if l.perTenant[tenant] >= maxTenantStreams {
+			return false, fmt.Sprintf("this tenant has %d open dashboards, the most it may have; close one", maxTenantStreams)
+		}
+		if l.tenantStreams >= maxStreams-adminReserved {
+			return false, "too many open dashboards"
+		}
+		if l.perTenant == nil {
+			l.perTenant = map[string]int{}
+		}
+		l.perTenant[tenant]++
+		l.tenantStreams++
 	}
 	l.streams++
-	return true
+	return true, ""
 }
 
-func (l *live) closeStream() {
+func (l *live) closeStream(tenant string) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.streams--
-	l.mu.Unlock()
+	if tenant != "" {
+		l.tenantStreams--
+		if l.perTenant[tenant]--; l.perTenant[tenant] <= 0 {
+			delete(l.perTenant, tenant)
+		}
+	}
 }
 
 // scope narrows points and markers to what a session may see: the admin
@@ -327,11 +359,15 @@ const (
 // client goes, the server stops, or the session ends (checked by valid
 // every few seconds); a client that stops reading is dropped.
 func (l *live) serveEvents(w http.ResponseWriter, r *http.Request, sess session, valid func() bool) {
-	if !l.openStream() {
-		writeErr(w, http.StatusServiceUnavailable, "TooManyStreams", "too many open dashboards")
+	owner := ""
+	if sess.role == roleTenant {
+		owner = sess.tenant
+	}
+	if ok, why := l.openStream(owner); !ok {
+		writeErr(w, http.StatusServiceUnavailable, "TooManyStreams", why)
 		return
 	}
-	defer l.closeStream()
+	defer l.closeStream(owner)
 	sc := scope{}
 	if sess.role == roleTenant {
 		sc = scope{tenant: sess.tenant, vis: &visibility{ctx: r.Context(), me: sess.tenant, store: l.store,

@@ -652,6 +652,49 @@ func TestTooManyStreams(t *testing.T) {
 	}
 }
 
+// One tenant cannot take the event streams: it gets maxTenantStreams, then
+// 503 naming the cap, while another tenant and the administrator still get
+// theirs; tenants together leave adminReserved for the administrator.
+func TestTenantCannotExhaustStreams(t *testing.T) {
+	f := newFixture(t)
+	open := func(c *client) *http.Response {
+		resp := c.do(http.MethodGet, "/ui/api/events", "", "", false)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	acme := f.tenant(f.acme)
+	for i := range maxTenantStreams {
+		if resp := open(acme); resp.StatusCode != http.StatusOK {
+			t.Fatalf("acme's stream %d: %d", i+1, resp.StatusCode)
+		}
+	}
+	resp := open(acme)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "the most it may have") {
+		t.Fatalf("acme's stream over its cap: %d %s", resp.StatusCode, body)
+	}
+	if resp := open(f.tenant(f.zeta)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("another tenant's stream: %d", resp.StatusCode)
+	}
+	if resp := open(f.admin()); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the administrator's stream: %d", resp.StatusCode)
+	}
+	// Tenants at their shared bound: no tenant stream, the admin's still.
+	f.ui.live.mu.Lock()
+	saved := f.ui.live.tenantStreams
+	f.ui.live.tenantStreams = maxStreams - adminReserved
+	f.ui.live.mu.Unlock()
+	if resp := open(f.tenant(f.zeta)); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a tenant stream past the tenants' share: %d", resp.StatusCode)
+	}
+	if resp := open(f.admin()); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the administrator's stream with the tenants at their share: %d", resp.StatusCode)
+	}
+	f.ui.live.mu.Lock()
+	f.ui.live.tenantStreams = saved
+	f.ui.live.mu.Unlock()
+}
+
 // Every page's footer says which build serves it, escaped.
 func TestFooterShowsTheBuild(t *testing.T) {
 	u := New(Config{Build: buildinfo.Info{Version: "v1.2.3<x>", Commit: "0123456789abcdef0123456789abcdef01234567-dirty", GoVersion: "go1.99", Date: "2026-11-27T00:00:00Z"}})

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os/exec"
 	"strings"
@@ -282,5 +283,47 @@ func TestFailedAuthRateLimited(t *testing.T) {
 	}
 	if st := adminGet(s.token); st != http.StatusTooManyRequests {
 		t.Errorf("the right token from the limited address: %d; want 429 (refused before the check)", st)
+	}
+}
+
+// One tenant signed in to the dashboard cannot take every event stream:
+// past its cap it is refused, and the administrator still gets one.
+func TestTenantCannotExhaustEventStreams(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	c := s.createTenant(t, "greedy")
+	login := func(body string) *http.Client {
+		jar, err := cookiejar.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := &http.Client{Jar: jar}
+		resp, err := hc.Post("http://"+s.adminAddr+"/ui/api/login", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("sign-in: %d", resp.StatusCode)
+		}
+		return hc
+	}
+	open := func(hc *http.Client) int {
+		resp, err := hc.Get("http://" + s.adminAddr + "/ui/api/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp.StatusCode
+	}
+	tenant := login(fmt.Sprintf(`{"access_key":%q,"secret_key":%q}`, c.AccessKey, c.SecretKey))
+	codes := map[int]int{}
+	for range 40 {
+		codes[open(tenant)]++
+	}
+	if codes[http.StatusOK] != 8 || codes[http.StatusServiceUnavailable] != 32 {
+		t.Fatalf("40 streams of one tenant: %v; want 8, then 503", codes)
+	}
+	if st := open(login(fmt.Sprintf(`{"token":%q}`, s.token))); st != http.StatusOK {
+		t.Fatalf("the administrator's stream after the tenant's: %d", st)
 	}
 }
