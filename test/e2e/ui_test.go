@@ -192,6 +192,24 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	}
 
+	// The sign-in card shows the fields of the chosen mode only: the token
+	// for the administrator, the access key and secret for a tenant.
+	run("open the sign-in card", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("#login-token"))
+	signInFields := func(mode string, want map[string]bool) {
+		t.Helper()
+		got := evalJS[map[string]bool](t, ctx, loginFieldsShown)
+		for id, shown := range want {
+			if got[id] != shown {
+				t.Errorf("%s sign-in: #%s shown=%v, want %v (all: %v)", mode, id, got[id], shown, got)
+			}
+		}
+	}
+	signInFields("administrator", map[string]bool{"login-token": true, "login-access-key": false, "login-secret-key": false})
+	run("choose tenant sign-in", chromedp.Click("#mode-tenant"), chromedp.WaitVisible("#login-access-key"))
+	signInFields("tenant", map[string]bool{"login-token": false, "login-access-key": true, "login-secret-key": true})
+	run("choose admin sign-in", chromedp.Click("#mode-admin"), chromedp.WaitVisible("#login-token"))
+	signInFields("administrator", map[string]bool{"login-token": true, "login-access-key": false, "login-secret-key": false})
+
 	// Sign in as the admin.
 	run("sign in as admin",
 		chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible("#login-token"),
@@ -424,6 +442,40 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	// The nodes page shows each node's storage devices as the QoS view
+	// (/v1/bw) reports them.
+	page("#/nodes", `tr[data-cache-node]`)
+	poll("device rows", `!!document.querySelector('section[data-page="nodes"] tr[data-device]')`)
+	// Once the load has stopped, the transient policy switches itself off;
+	// its row says that its trigger does not hold, in the Controllers
+	// page's words, rather than printing the comparison as if it held.
+	page("#/policies", `tr[data-show]`)
+	burstOff := `[...document.querySelectorAll('tr[data-show="armed"]')].find(r => r.textContent.includes("burst") && r.textContent.includes("switched off"))`
+	poll("switched off", "!!"+burstOff)
+	if row := evalJS[string](t, ctx, burstOff+".textContent"); !strings.Contains(row, "does not hold: put_ops=") || strings.Contains(row, "(put_ops") {
+		t.Errorf("the switched-off policy's row: %q, want \"does not hold: put_ops=…\"", row)
+	}
+	// Trigger labels never overlap: not on acme's plot, nor on a plot of
+	// six triggers within ten seconds.
+	page("#/tenants/acme", `svg[data-plot="tenant-ops-acme"]`)
+	poll("on and off marked", `document.querySelectorAll('svg[data-plot="tenant-ops-acme"] g.marker').length >= 2`)
+	if bad := evalJS[[]string](t, ctx, `(`+markerLabelOverlaps+`)(document.querySelector('svg[data-plot="tenant-ops-acme"]'))`); len(bad) > 0 {
+		t.Errorf("acme's plot: trigger labels overlap: %v", bad)
+	}
+	burst := evalJS[map[string]any](t, ctx, `(async () => {
+		const { timePlot } = await import("./plot.js");
+		const now = Date.now(), markers = [];
+		for (let i = 0; i < 6; i++) markers.push({ t: now - 60000 + i * 1500, kind: i % 2 ? "off" : "on", policy: "p2", label: "p2 " + i, short: i % 2 ? "p2 off" : "p2 on" });
+		const fig = timePlot({ id: "burst-check", title: "burst", unit: "ops/s", windowMs: 300000, now, series: [], markers, width: 720 });
+		document.body.append(fig);
+		const out = { overlaps: (`+markerLabelOverlaps+`)(fig.querySelector("svg")),
+			lines: fig.querySelectorAll("g.marker line").length, labels: fig.querySelectorAll("g.marker text").length };
+		fig.remove();
+		return out;
+	})()`)
+	if fmt.Sprint(burst["overlaps"]) != "[]" || burst["lines"] != float64(6) || burst["labels"].(float64) < 2 {
+		t.Errorf("six close triggers: %v, want no overlapping labels, six lines and at least two labels", burst)
 	}
 	// What compression saved: acme's static policy compresses, so a
 	// repetitive object shows as far fewer stored bytes than written.
@@ -679,3 +731,27 @@ tenants:
 	}()
 	return done
 }
+
+// loginFieldsShown says, for each field of the sign-in card, whether a user
+// sees it: laid out with a size, its label included (a hidden attribute that
+// a display rule overrides still shows the field).
+const loginFieldsShown = `(() => {
+  const out = {};
+  for (const id of ["login-token", "login-access-key", "login-secret-key"]) {
+    const el = document.getElementById(id);
+    out[id] = !!el && el.getClientRects().length > 0 && getComputedStyle(el.closest("label") || el).display !== "none";
+  }
+  return out;
+})()`
+
+// markerLabelOverlaps is a function of an SVG plot that returns the pairs of
+// policy-marker labels whose boxes intersect.
+const markerLabelOverlaps = `(svg => {
+  const boxes = [...svg.querySelectorAll("g.marker text")].map(t => ({ label: t.textContent, b: t.getBBox() }));
+  const bad = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i].b, b = boxes[j].b;
+    if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) bad.push(boxes[i].label + " / " + boxes[j].label);
+  }
+  return bad;
+})`

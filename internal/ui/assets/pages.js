@@ -438,6 +438,28 @@ async function controllers(root) {
 
 // ---- Nodes and devices ----------------------------------------------------
 
+// deviceTable lists each node's storage devices as the QoS view sees them:
+// what the device moved over the last period (all of it, not only Facet's),
+// what the streams reading from it need, and those streams by flow.
+function deviceTable(nodes, bwRate) {
+  const rows = [];
+  for (const n of nodes) for (const d of n.devices || []) {
+    const perFlow = new Map();
+    for (const st of d.streams || []) {
+      const f = st.flow || 'unclassified';
+      const cur = perFlow.get(f) || { n: 0, served: 0 };
+      perFlow.set(f, { n: cur.n + 1, served: cur.served + (st.served || 0) });
+    }
+    const flows = [...perFlow].map(([f, v]) => `${f} ×${v.n} ${bwRate(v.served)}`).join(', ');
+    rows.push(h('tr', { 'data-device': d.device, 'data-node': n.node },
+      h('td', {}, n.node), h('td', {}, d.device),
+      h('td', { class: 'num' }, d.served >= 0 ? bwRate(d.served) : 'unknown'), h('td', { class: 'num' }, bwRate(d.asked)),
+      h('td', { class: 'num' }, String((d.streams || []).length)), h('td', {}, flows || '–')));
+  }
+  return table(['Node', 'Device', { label: 'Moved', num: true }, { label: 'Asked', num: true }, { label: 'Streams', num: true }, 'Streams by flow'], rows,
+    { label: 'Devices per node', empty: 'No node reports its storage devices (a gateway without a data directory has none).' });
+}
+
 async function nodes(root) {
   root.append(title('Nodes and devices'));
   const caps = await capabilities();
@@ -454,7 +476,8 @@ async function nodes(root) {
           h('td', { class: 'num' }, n.capacity ? bwRate(n.capacity) : 'not set'), h('td', { class: 'num' }, bwRate(n.asked)), h('td', { class: 'num' }, bwRate(n.served)),
           h('td', { class: 'num' }, String(n.streams ?? '–')), h('td', {}, n.assigner || '–'), h('td', {}, fmtTime(n.updated)))),
         { label: 'Bandwidth per node', empty: 'No node has reported bandwidth yet.' }),
-        os.algorithm ? h('p', { class: 'muted small' }, `Algorithm: ${os.algorithm}; assignment ${os.seq ?? ''}.`) : null);
+        os.algorithm ? h('p', { class: 'muted small' }, `Algorithm: ${os.algorithm}; assignment ${os.seq ?? ''}.`) : null,
+        deviceTable(os.nodes || [], bwRate));
       const bw = await api('GET', '/v1/bw');
       const rows = [];
       for (const n of bw.nodes || []) for (const f of n.flows || []) {

@@ -78,14 +78,28 @@ export function timePlot(o) {
     svg.append(s('path', { class: 'series', d: d || `M${L},${y(0)}`, stroke: se.color || colorOf(se.name), 'data-name': se.name,
       'data-max': smax, 'data-points': pts.length, 'stroke-dasharray': se.dash || null }));
   }
-  // Policy markers on the time axis.
-  for (const m of o.markers || []) {
-    if (m.t < t0 || m.t > t1) continue;
-    const xx = x(m.t);
-    svg.append(s('g', { class: 'marker ' + (m.kind || 'on'), 'data-policy': m.policy || '' },
+  // Policy markers on the time axis. Labels go in up to three rows (16
+  // units apart: a 12px line box is about 15) under
+  // the title: each takes the first row where it clears the label before
+  // it; one that fits no row is left out (its line and tooltip stay), so
+  // a burst of triggers never piles its labels into one another.
+  const rows = [];
+  const marks = (o.markers || []).filter(m => m.t >= t0 && m.t <= t1).sort((a, b) => a.t - b.t);
+  for (const m of marks) {
+    const xx = x(m.t), label = m.short || m.label;
+    // 12px bold: no character is wider than 8 units.
+    const w = label.length * 8 + 6;
+    const lx = Math.max(L + 2, Math.min(xx + 3, W - R - w));
+    let row = rows.findIndex(end => end <= lx);
+    if (row < 0 && rows.length < 3) row = rows.push(-Infinity) - 1;
+    const g = s('g', { class: 'marker ' + (m.kind || 'on'), 'data-policy': m.policy || '', 'data-label': row < 0 ? 'omitted' : 'shown' },
       s('title', {}, m.label),
-      s('line', { x1: xx, x2: xx, y1: T, y2: H - B }),
-      s('text', { x: Math.max(L + 2, Math.min(xx + 3, W - R - 80)), y: T + 12 }, m.short || m.label)));
+      s('line', { x1: xx, x2: xx, y1: T, y2: H - B }));
+    if (row >= 0) {
+      rows[row] = lx + w;
+      g.append(s('text', { x: lx, y: T + 12 + 16 * row }, label));
+    }
+    svg.append(g);
   }
   const legend = h('ul', { class: 'legend' },
     o.series.map(se => h('li', {}, swatch(se.color || colorOf(se.name)), se.name)),

@@ -29,7 +29,10 @@ function describe(p) {
     case 'triggered':
       return p.at ? `triggered at ${fmtTime(p.at)}${p.because ? ' because ' + p.because : ''}${p.on ? ' on ' + p.on : ''}` : (p.reason || 'triggered');
     case 'armed':
-      return p.at ? `armed; switched off at ${fmtTime(p.at)}${p.because ? ' (' + p.because + ' on ' + p.on + ')' : ''}` : 'armed: a controller evaluates its trigger';
+      // The values are the ones the trigger was last evaluated on, so
+      // they say why it does not hold (the Controllers page's words), not
+      // a comparison to read as true.
+      return p.at ? `armed; switched off at ${fmtTime(p.at)}${p.because ? ': does not hold: ' + p.because + ' on ' + p.on : ''}` : 'armed: a controller evaluates its trigger';
     case 'pending':
       return p.reason || 'pending';
     case 'static':
