@@ -174,9 +174,73 @@ func TestParquetFooterLimits(t *testing.T) {
 	big := make([]byte, maxParquetFooter+64)
 	binary.LittleEndian.PutUint32(big[len(big)-8:], maxParquetFooter+1)
 	var e *Error
-	if err := checkFooter(bytes.NewReader(big), int64(len(big))); !errors.As(err, &e) || e.Code != CodeOverMaxParquetBlockSize {
+	if _, err := checkFooter(bytes.NewReader(big), int64(len(big))); !errors.As(err, &e) || e.Code != CodeOverMaxParquetBlockSize {
 		t.Errorf("footer over the limit: %v", err)
 	}
+}
+
+// parquetWithFooter is a Parquet file of no data and the given footer.
+func parquetWithFooter(footer []byte) []byte {
+	f := append([]byte("PAR1"), footer...)
+	f = binary.LittleEndian.AppendUint32(f, uint32(len(footer)))
+	return append(f, "PAR1"...)
+}
+
+// TestParquetFooterListBomb: a 25-byte object whose footer declares a
+// list of 2^31 schema elements made parquet-go ask for 206 GB, a fatal
+// error that killed the server; a footer nested deeper than the decoder's
+// stack allows would too. Both are refused before decoding.
+func TestParquetFooterListBomb(t *testing.T) {
+	list := []byte{0x15, 0x02, 0x19, 0xFC} // version=1, schema: list<struct> of
+	list = binary.AppendUvarint(list, 1<<31-1)
+	list = append(list, 0x00, 0x00, 0x00)
+	deep := []byte{0x15, 0x02}
+	for range 100_000 {
+		deep = append(deep, 0x1C) // a struct field, delta 1
+	}
+	deep = append(deep, bytes.Repeat([]byte{0}, 100_001)...)
+	for name, footer := range map[string][]byte{"list": list, "deep": deep} {
+		_, err := runSelect(t, parquetReq(), parquetWithFooter(footer))
+		if e := AsError(err); e.Code != CodeParquetParsingError {
+			t.Errorf("%s: err = %v; want %s", name, err, CodeParquetParsingError)
+		}
+	}
+}
+
+func FuzzScanThrift(f *testing.F) {
+	var small bytes.Buffer
+	if err := parquet.Write(&small, []struct {
+		X int64
+		Y string
+	}{{1, "a"}}); err != nil {
+		f.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(small.Bytes()), int64(small.Len()))
+	if err != nil {
+		f.Fatal(err)
+	}
+	meta, err := thrift.Marshal(&thrift.CompactProtocol{}, pf.Metadata())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(meta)
+	hdr, _ := thrift.Marshal(&thrift.CompactProtocol{}, &format.PageHeader{Type: format.DataPage, UncompressedPageSize: 8, CompressedPageSize: 8})
+	f.Add(hdr)
+	f.Add([]byte{0x15, 0x02, 0x19, 0xFC, 0xFF, 0xFF, 0xFF, 0xFF, 0x07, 0x00})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := scanThrift(data, 1<<20)
+		if err != nil {
+			return
+		}
+		if n <= 0 || n > len(data) {
+			t.Fatalf("scanned %d of %d bytes", n, len(data))
+		}
+		// What the scan accepts parquet-go decodes within the bounds:
+		// the allocation of its lists is what the budget charged.
+		var md format.FileMetaData
+		pr := (&thrift.CompactProtocol{}).NewReaderFromBytes(data[:n])
+		_ = thrift.NewDecoder(pr).Decode(&md)
+	})
 }
 
 // TestParquetRowGroupBudget: the columns of a row group together may not

@@ -72,10 +72,11 @@ const parquetBatch = 1024
 func openParquet(ctx context.Context, in Input, scanned *int64) (*parquetReader, error) {
 	p := &parquetReader{}
 	p.src = sourceReaderAt{ctx: ctx, in: in, scanned: scanned, calls: &p.reads}
-	if err := checkFooter(p.src, in.Size()); err != nil {
+	head, err := checkFooter(p.src, in.Size())
+	if err != nil {
 		return nil, err
 	}
-	f, err := parquet.OpenFile(p.src, in.Size(),
+	f, err := parquet.OpenFile(head, in.Size(),
 		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.ReadBufferSize(1<<20))
 	if err != nil {
 		return nil, &Error{Code: CodeParquetParsingError, Message: "the object is not a readable Parquet file", Err: err}

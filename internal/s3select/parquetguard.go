@@ -115,7 +115,13 @@ func (g *chunkGuard) checkHeader(p []byte, off int64) error {
 // its length, or -1 when b does not hold a valid header whole. Lengths
 // inside it are bounded by b (a bytes reader allocates nothing for them).
 func decodePageHeader(b []byte, h *format.PageHeader) int {
-	pr := (&thrift.CompactProtocol{}).NewReaderFromBytes(b)
+	// A page header has no list worth a kilobyte decoded; its scan bounds
+	// the nesting parquet-go's decoder would recurse into.
+	n, err := scanThrift(b, 64<<10)
+	if err != nil {
+		return -1
+	}
+	pr := (&thrift.CompactProtocol{}).NewReaderFromBytes(b[:n])
 	if err := thrift.NewDecoder(pr).Decode(h); err != nil {
 		return -1
 	}
@@ -159,22 +165,61 @@ func (g *chunkGuard) admit(h *format.PageHeader, room int64) error {
 	return nil
 }
 
-// checkFooter reads a Parquet file's trailer and refuses a footer longer
-// than the file or than maxParquetFooter before parquet-go allocates it.
-func checkFooter(r io.ReaderAt, size int64) error {
+// maxParquetFooterDecoded bounds what the footer's lists cost decoded
+// (a ColumnChunk is ~560 bytes: 200,000 of them fit).
+const maxParquetFooterDecoded = 256 << 20
+
+// checkFooter reads a Parquet file's footer and refuses one longer than
+// the file or maxParquetFooter, or whose metadata scanThrift refuses,
+// before parquet-go allocates or decodes it. It returns a reader that
+// serves the bytes it read from memory, for parquet-go's open.
+func checkFooter(r io.ReaderAt, size int64) (io.ReaderAt, error) {
 	if size < 12 {
-		return newError(CodeParquetParsingError, "the object is %d bytes: too short for a Parquet file", size)
+		return nil, newError(CodeParquetParsingError, "the object is %d bytes: too short for a Parquet file", size)
 	}
-	var t [8]byte
-	if _, err := r.ReadAt(t[:], size-8); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read the Parquet trailer: %w", err)
+	// The trailer, then the footer: the bytes parquet-go reads to open
+	// the file, which it then reads from memory (a larger first read
+	// would count as bytes scanned that a query need not read).
+	tail := make([]byte, 8)
+	if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read the Parquet footer: %w", err)
 	}
-	n := int64(binary.LittleEndian.Uint32(t[:4]))
+	n := int64(binary.LittleEndian.Uint32(tail[len(tail)-8:]))
 	if n > size-12 {
-		return newError(CodeParquetParsingError, "the footer declares %d bytes; the object has %d", n, size)
+		return nil, newError(CodeParquetParsingError, "the footer declares %d bytes; the object has %d", n, size)
 	}
 	if n > maxParquetFooter {
-		return newError(CodeOverMaxParquetBlockSize, "the footer is %d bytes; the maximum is %d", n, maxParquetFooter)
+		return nil, newError(CodeOverMaxParquetBlockSize, "the footer is %d bytes; the maximum is %d", n, maxParquetFooter)
 	}
-	return nil
+	if n > 0 {
+		tail = append(make([]byte, n), tail...)
+		if _, err := r.ReadAt(tail[:n], size-n-8); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read the Parquet footer: %w", err)
+		}
+	}
+	footer := tail[int64(len(tail))-8-n : int64(len(tail))-8]
+	if string(tail[len(tail)-4:]) == "PAR1" {
+		// (An encrypted footer, "PARE", is refused by parquet-go.)
+		if used, err := scanThrift(footer, maxParquetFooterDecoded); err != nil {
+			return nil, newError(CodeParquetParsingError, "the file's metadata is not valid or too large: %v", err)
+		} else if used < len(footer)-28 {
+			// Past the metadata only a 28-byte signature may follow.
+			return nil, newError(CodeParquetParsingError, "the footer has %d bytes after its metadata", len(footer)-used)
+		}
+	}
+	return &tailReader{r: r, off: size - int64(len(tail)), b: tail}, nil
+}
+
+// tailReader serves the reads of an object's tail from memory.
+type tailReader struct {
+	r   io.ReaderAt
+	off int64
+	b   []byte
+}
+
+func (t *tailReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= t.off && off+int64(len(p)) <= t.off+int64(len(t.b)) {
+		return copy(p, t.b[off-t.off:]), nil
+	}
+	return t.r.ReadAt(p, off)
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
@@ -124,6 +125,36 @@ func TestParquetBomb(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+
+	// A 25-byte object whose footer declares 2^31 schema elements made
+	// the Parquet reader ask for 206 GB: a fatal error, the server gone.
+	footer := []byte{0x15, 0x02, 0x19, 0xFC, 0xFF, 0xFF, 0xFF, 0xFF, 0x07, 0x00, 0x00, 0x00}
+	tiny := append([]byte("PAR1"), footer...)
+	tiny = binary.LittleEndian.AppendUint32(tiny, uint32(len(footer)))
+	tiny = append(tiny, "PAR1"...)
+	if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("pqbomb"), Key: aws.String("footer.parquet"), Body: bytes.NewReader(tiny)}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cl.SelectObjectContent(ctx, &s3.SelectObjectContentInput{
+		Bucket: aws.String("pqbomb"), Key: aws.String("footer.parquet"),
+		Expression: aws.String("SELECT * FROM S3Object"), ExpressionType: types.ExpressionTypeSql,
+		InputSerialization:  &types.InputSerialization{Parquet: &types.ParquetInput{}},
+		OutputSerialization: &types.OutputSerialization{CSV: &types.CSVOutput{}},
+	})
+	if err == nil {
+		stream := out.GetStream()
+		for range stream.Events() {
+		}
+		err = stream.Err()
+		stream.Close()
+	}
+	if ae := smithy.APIError(nil); !errors.As(err, &ae) || ae.ErrorCode() != "ParquetParsingError" {
+		t.Errorf("select over the footer bomb: %v; want ParquetParsingError", err)
+	}
+	if _, err := cl.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("pqbomb")}); err != nil {
+		t.Fatalf("the server does not answer after the footer bomb: %v", err)
+	}
+
 	hwm, err := procStatusKB(srv.pid(), "VmHWM")
 	if err != nil {
 		t.Fatal(err)
