@@ -18,10 +18,10 @@ import (
 // SignedService, not "s3": a signature is bound to the API it was made
 // for, so an S3 request seen on the wire cannot be replayed here, nor a
 // signed control API call to S3. `facet ctl --access-key` signs so, and so
-// can any SigV4 signer (botocore's SigV4Auth, aws-sdk-go-v2's v4.Signer). Such a request goes through the
-// very scope a tenant's dashboard session goes through (scope.go): there
-// is one list of what a tenant may do, pinned to its own name, whatever
-// the way in.
+// can any SigV4 signer (botocore's SigV4Auth, aws-sdk-go-v2's v4.Signer).
+// Such a request goes through the very scope a tenant's dashboard session
+// goes through (scope.go): there is one list of what a tenant may do,
+// pinned to its own name, whatever the way in.
 
 // signedRequest reports whether r carries SigV4 credentials, in its
 // Authorization header or as a presigned URL.

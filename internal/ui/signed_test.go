@@ -17,6 +17,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/authfail"
 	"github.com/facet-sds/facet/internal/meta"
 )
 
@@ -201,5 +202,27 @@ func TestSignedCallsAreScopedAndVerified(t *testing.T) {
 	}
 	if st, body := f.signedCall(f.zeta, http.MethodGet, "/v1/trash/zeta", nil); st != http.StatusOK {
 		t.Errorf("zeta: %d %s", st, body)
+	}
+}
+
+// Wrong signatures count per client address and access key: after ten,
+// that key is refused with 429 SlowDown before its signature is checked,
+// while another key from the same address still gets through.
+func TestSignedCallFailuresRateLimited(t *testing.T) {
+	f := newFixture(t)
+	bad := f.acme
+	bad.SecretKey = strings.Repeat("x", len(bad.SecretKey))
+	for i := range authfail.DefaultFailures {
+		if st, body := f.signedCall(bad, http.MethodGet, "/v1/trash/acme", nil); st != http.StatusForbidden || errCode(t, body) != "SignatureDoesNotMatch" {
+			t.Fatalf("wrong secret %d: %d %s", i+1, st, body)
+		}
+	}
+	for _, k := range []meta.NewKey{bad, f.acme} {
+		if st, body := f.signedCall(k, http.MethodGet, "/v1/trash/acme", nil); st != http.StatusTooManyRequests || errCode(t, body) != "SlowDown" {
+			t.Fatalf("key past its failures: %d %s; want 429 SlowDown", st, body)
+		}
+	}
+	if st, body := f.signedCall(f.zeta, http.MethodGet, "/v1/trash/zeta", nil); st != http.StatusOK {
+		t.Fatalf("another key from the same address: %d %s", st, body)
 	}
 }
