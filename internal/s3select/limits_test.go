@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -369,4 +370,38 @@ func TestDecompressionBomb(t *testing.T) {
 	if got := (&prepared{}).expansion(1 << 20); got != 2<<30 {
 		t.Errorf("a 1 MiB stream may expand to %d; want 2 GiB", got)
 	}
+}
+
+// TestSelectRequestNestedXML: the SelectObjectContent body goes through
+// the same XML pre-scan as every S3 body.
+func TestSelectRequestNestedXML(t *testing.T) {
+	body := "<SelectObjectContentRequest>" + strings.Repeat("<a>", 50_000)
+	_, err := ParseRequest(strings.NewReader(body))
+	if e := AsError(err); e.Code != CodeMalformedXML || !strings.Contains(e.Message, "maximum of 16") {
+		t.Fatalf("err = %v; want MalformedXML naming the depth limit", err)
+	}
+}
+
+// TestParquetPageHeaderInvalid: a page header that is not valid Thrift is
+// refused at once, not read again in growing windows.
+func TestParquetPageHeaderInvalid(t *testing.T) {
+	calls := 0
+	src := countingReaderAt{r: bytes.NewReader(bytes.Repeat([]byte{0x0F}, 1<<20)), calls: &calls}
+	g := &chunkGuard{r: src, column: "x", end: 1 << 20, budget: &rowGroupBudget{limit: 1 << 30}}
+	if _, err := g.ReadAt(make([]byte, 64), 0); AsError(err).Code != CodeParquetParsingError {
+		t.Fatalf("err = %v; want %s", err, CodeParquetParsingError)
+	}
+	if calls != 1 {
+		t.Errorf("%d reads; want 1", calls)
+	}
+}
+
+type countingReaderAt struct {
+	r     io.ReaderAt
+	calls *int
+}
+
+func (c countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	*c.calls++
+	return c.r.ReadAt(p, off)
 }

@@ -89,7 +89,7 @@ func (g *chunkGuard) checkHeader(p []byte, off int64) error {
 	if g.next >= off {
 		hlen = decodePageHeader(p[g.next-off:], &h)
 	}
-	for win := int64(4 << 10); hlen < 0; win *= 2 {
+	for win := int64(4 << 10); hlen == -1; win *= 2 {
 		w := min(win, g.end-g.next, maxPageHeader)
 		buf := make([]byte, w)
 		n, err := g.r.ReadAt(buf, g.next)
@@ -97,12 +97,15 @@ func (g *chunkGuard) checkHeader(p []byte, off int64) error {
 			return err
 		}
 		h = format.PageHeader{}
-		if hlen = decodePageHeader(buf[:n], &h); hlen >= 0 {
+		if hlen = decodePageHeader(buf[:n], &h); hlen != -1 {
 			break
 		}
 		if w == g.end-g.next || w == maxPageHeader || n < len(buf) {
-			return newError(CodeParquetParsingError, "column %s: the page header at offset %d is not valid or longer than %d bytes", g.column, g.next, maxPageHeader)
+			hlen = -2
 		}
+	}
+	if hlen < 0 {
+		return newError(CodeParquetParsingError, "column %s: the page header at offset %d is not valid, or longer than its chunk or %d bytes", g.column, g.next, maxPageHeader)
 	}
 	if err := g.admit(&h, g.end-g.next-int64(hlen)); err != nil {
 		return err
@@ -112,18 +115,22 @@ func (g *chunkGuard) checkHeader(p []byte, off int64) error {
 }
 
 // decodePageHeader decodes a page header from the start of b and returns
-// its length, or -1 when b does not hold a valid header whole. Lengths
-// inside it are bounded by b (a bytes reader allocates nothing for them).
+// its length: -1 when b may end inside it, -2 when it is not valid
+// whatever follows. Lengths inside it are bounded by b (a bytes reader
+// allocates nothing for them).
 func decodePageHeader(b []byte, h *format.PageHeader) int {
 	// A page header has no list worth a kilobyte decoded; its scan bounds
 	// the nesting parquet-go's decoder would recurse into.
 	n, err := scanThrift(b, 64<<10)
-	if err != nil {
+	if errors.Is(err, errThriftShort) {
 		return -1
+	}
+	if err != nil {
+		return -2
 	}
 	pr := (&thrift.CompactProtocol{}).NewReaderFromBytes(b[:n])
 	if err := thrift.NewDecoder(pr).Decode(h); err != nil {
-		return -1
+		return -2
 	}
 	return pr.BytesRead()
 }
