@@ -63,6 +63,17 @@ func exportedFamilies(t *testing.T) map[string]bool {
 	return out
 }
 
+// exporterFamily says whether a metric name is in the Exporter's own
+// namespaces (requests, filters, throttling, controllers, policies).
+func exporterFamily(name string) bool {
+	for _, p := range []string{"facet_s3_", "facet_active_", "facet_filter_seconds", "facet_filter_bytes", "facet_throttled_", "facet_controller_", "facet_policy_table"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
 var (
 	metricRef   = regexp.MustCompile(`\bfacet_[a-z0-9_]+`)
 	variableRef = regexp.MustCompile(`\$\{?([A-Za-z_]+)`)
@@ -114,7 +125,12 @@ func TestGrafanaDashboard(t *testing.T) {
 						fam = base
 					}
 				}
-				if !exported[fam] {
+				// Families of other packages (the metadata store, the
+				// bus, the object cache, volumes, the WASM runtime) are
+				// checked against a running server's /metrics by
+				// TestGrafanaMetricsExist in test/e2e; an Exporter family
+				// is checked here.
+				if !exported[fam] && exporterFamily(m) {
 					t.Errorf("panel %q queries %s, which Facet does not export", p.Title, m)
 				}
 				shown[fam] = true
