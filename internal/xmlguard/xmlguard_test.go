@@ -1,6 +1,8 @@
 package xmlguard
 
 import (
+	"bytes"
+	"encoding/xml"
 	"errors"
 	"runtime"
 	"strings"
@@ -23,7 +25,10 @@ func TestCheck(t *testing.T) {
 		{"depth at limit", string(nested(16)), ""},
 		{"depth past limit", string(nested(17)), "depth"},
 		{"elements past limit", "<a>" + strings.Repeat("<b/>", 100_000) + "</a>", "elements"},
-		{"attributes count", "<a" + strings.Repeat(` x="1"`, 100_000) + "/>", "elements"},
+		{"attributes count", "<a>" + strings.Repeat(`<b x="1" y="2"/>`, 40_000) + "</a>", "elements"},
+		{"attributes of one element", "<a" + strings.Repeat(` x="1"`, 17) + "/>", "attributes"},
+		{"attributes at the limit", `<a x="=" y='>'` + strings.Repeat(` x="1"`, 14) + "/>", ""},
+		{"equals in text, comments, CDATA", "<a>" + strings.Repeat("=", 100) + "<!-- <b " + strings.Repeat("x=1 ", 20) + "> --><![CDATA[<c " + strings.Repeat("x=1 ", 20) + ">]]></a>", ""},
 		{"unclosed depth", strings.Repeat("<a>", 1000), "depth"},
 		{"syntax", "<a><b></a", "syntax"},
 		{"empty", "", ""},
@@ -65,16 +70,47 @@ func TestCheckHostileCostsLittle(t *testing.T) {
 	}
 }
 
+// TestCheckAttributeFloodCostsLittle: 2 MiB of attributes on one
+// element allocated ~100 MB in the tokenizer; the byte scan refuses them
+// first.
+func TestCheckAttributeFloodCostsLittle(t *testing.T) {
+	body := []byte("<a" + strings.Repeat(` b=""`, 2<<20/5) + "/>")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := Default.Check(body)
+	runtime.ReadMemStats(&after)
+	var le *LimitError
+	if !errors.As(err, &le) || le.Limit != "attributes" {
+		t.Fatalf("err = %v; want the attributes limit", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<10 {
+		t.Errorf("refusing 2 MiB of attributes allocated %d bytes; want < 64 KiB", got)
+	}
+}
+
 func FuzzCheck(f *testing.F) {
 	f.Add([]byte(`<Delete><Object><Key>a</Key></Object></Delete>`))
 	f.Add(nested(20))
 	f.Add([]byte(`<a x="1" y='2'><!-- c --><![CDATA[x]]><?pi?></a>`))
-	small := Limits{MaxDepth: 4, MaxElements: 8}
+	small := Limits{MaxDepth: 4, MaxElements: 8, MaxAttributes: 2}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		err := small.Check(data)
 		var le *LimitError
-		if errors.As(err, &le) && le.Max != 4 && le.Max != 8 {
+		if errors.As(err, &le) && le.Max != 4 && le.Max != 8 && le.Max != 2 {
 			t.Fatalf("limit %+v is none of the configured ones", le)
+		}
+		if err == nil {
+			// The byte scan counts what the tokenizer reads.
+			d := xml.NewDecoder(bytes.NewReader(data))
+			for {
+				tok, err := d.RawToken()
+				if err != nil {
+					break
+				}
+				if se, ok := tok.(xml.StartElement); ok && len(se.Attr) > small.MaxAttributes {
+					t.Fatalf("accepted an element of %d attributes", len(se.Attr))
+				}
+			}
 		}
 		if err == nil {
 			// Accepted documents are within the limits: count them
