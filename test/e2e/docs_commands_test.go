@@ -41,6 +41,9 @@ type docBlock struct {
 var (
 	fenceRE  = regexp.MustCompile("^\\s*(```+|~~~+)\\s*([A-Za-z0-9_+-]*)(.*)$")
 	notRunRE = regexp.MustCompile(`^\s*<!--\s*not-run\s*:?(.*?)-->\s*$`)
+	// commandLineRE is the first line of a block that is commands: a
+	// prompt, or a call of facet or of a tool the documents use.
+	commandLineRE = regexp.MustCompile(`^\s*(\$ |facet |make |aws |curl |qemu-|nbd)`)
 )
 
 // shellLangs are the fence languages whose blocks are commands to run.
@@ -57,6 +60,7 @@ func parseDocBlocks(rel string, src []byte) ([]docBlock, []string) {
 		inFence  string // the open fence's marker, "" outside a fence
 		cur      *docBlock
 		body     []string
+		untagged int // the line of an open fence without a language, until its first line is seen
 	)
 	sc := bufio.NewScanner(strings.NewReader(string(src)))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -66,7 +70,7 @@ func parseDocBlocks(rel string, src []byte) ([]docBlock, []string) {
 		line := sc.Text()
 		if inFence != "" {
 			if strings.HasPrefix(strings.TrimSpace(line), inFence) && strings.Trim(strings.TrimSpace(line), inFence[:1]) == "" {
-				inFence = ""
+				inFence, untagged = "", 0
 				if cur != nil {
 					cur.text = strings.Join(body, "\n") + "\n"
 					blocks = append(blocks, *cur)
@@ -76,6 +80,14 @@ func parseDocBlocks(rel string, src []byte) ([]docBlock, []string) {
 			}
 			if cur != nil {
 				body = append(body, line)
+			}
+			// A fence without a language that holds commands would
+			// escape the test: it must say it is shell.
+			if untagged != 0 && strings.TrimSpace(line) != "" {
+				if commandLineRE.MatchString(line) {
+					problems = append(problems, fmt.Sprintf("%s:%d: a fence without a language holds commands: mark it ```sh", rel, untagged))
+				}
+				untagged = 0
 			}
 			continue
 		}
@@ -93,6 +105,9 @@ func parseDocBlocks(rel string, src []byte) ([]docBlock, []string) {
 		if m := fenceRE.FindStringSubmatch(line); m != nil {
 			inFence = m[1]
 			lang := strings.ToLower(m[2])
+			if lang == "" {
+				untagged = n
+			}
 			if shellLangs[lang] {
 				cur = &docBlock{file: rel, line: n, notRun: pending}
 				if info := strings.TrimSpace(m[3]); strings.HasPrefix(info, "no-run") && cur.notRun == "" {
@@ -118,7 +133,7 @@ func parseDocBlocks(rel string, src []byte) ([]docBlock, []string) {
 
 func TestDocBlocksParse(t *testing.T) {
 	src := "# t\n```sh\necho a\n```\n<!-- not-run: needs a fleet -->\n```bash\nfacet gateway\n```\n" +
-		"```go\nx := 1\n```\n<!-- not-run: -->\n```console\nls\n```\n<!-- not-run: stale -->\ntext\n```sh no-run\nls\n```\n"
+		"```go\nx := 1\n```\n<!-- not-run: -->\n```console\nls\n```\n<!-- not-run: stale -->\ntext\n```sh no-run\nls\n```\n```\nfacet ctl bw\n```\n```\n+---+\n```\n"
 	blocks, problems := parseDocBlocks("x.md", []byte(src))
 	if len(blocks) != 4 {
 		t.Fatalf("blocks = %+v", blocks)
@@ -130,7 +145,8 @@ func TestDocBlocksParse(t *testing.T) {
 		t.Errorf("block 1 = %+v", blocks[1])
 	}
 	want := []string{"x.md:12: not-run marker without a reason", "x.md:16: not-run marker precedes no shell block",
-		`x.md:18: "no-run": give the reason in a <!-- not-run: why --> line before the fence`}
+		`x.md:18: "no-run": give the reason in a <!-- not-run: why --> line before the fence`,
+		"x.md:21: a fence without a language holds commands: mark it ```sh"}
 	if strings.Join(problems, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(problems, "\n"), strings.Join(want, "\n"))
 	}
