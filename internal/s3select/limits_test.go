@@ -405,3 +405,22 @@ func (c countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	*c.calls++
 	return c.r.ReadAt(p, off)
 }
+
+// TestParquetChunkBounds: a column chunk is bounded by the object whatever
+// its metadata declares, so a page declaring more compressed bytes than
+// the object holds is refused before its buffer is allocated.
+func TestParquetChunkBounds(t *testing.T) {
+	md := &format.ColumnMetaData{DataPageOffset: 4, TotalCompressedSize: 1 << 40}
+	g, err := newChunkGuard(nil, 1000, "x", md, &rowGroupBudget{limit: 1 << 40})
+	if err != nil || g.end != 1000 {
+		t.Fatalf("guard %+v, %v; want the chunk to end with the object", g, err)
+	}
+	page := dataPage(16, 1)
+	page.CompressedPageSize = 1 << 30
+	if err := g.admit(&page, g.end-g.next-20); AsError(err).Code != CodeParquetParsingError {
+		t.Fatalf("err = %v; want %s", err, CodeParquetParsingError)
+	}
+	if _, err := newChunkGuard(nil, 1000, "x", &format.ColumnMetaData{DataPageOffset: -5, TotalCompressedSize: 10}, nil); AsError(err).Code != CodeParquetParsingError {
+		t.Fatalf("a negative offset: %v", err)
+	}
+}

@@ -65,6 +65,7 @@ type parquetReader struct {
 	names2  []string
 	reads   int // ReadAt calls, each one ranged read of the object
 	src     io.ReaderAt
+	size    int64
 }
 
 const parquetBatch = 1024
@@ -72,6 +73,7 @@ const parquetBatch = 1024
 func openParquet(ctx context.Context, in Input, scanned *int64) (*parquetReader, error) {
 	p := &parquetReader{}
 	p.src = sourceReaderAt{ctx: ctx, in: in, scanned: scanned, calls: &p.reads}
+	p.size = in.Size()
 	head, err := checkFooter(p.src, in.Size())
 	if err != nil {
 		return nil, err
@@ -179,7 +181,10 @@ func (p *parquetReader) next() (*parquetRow, int64, error) {
 				}
 				// Every page header is checked before parquet-go
 				// allocates what it declares.
-				guard := newChunkGuard(p.src, p.names[ci], &p.f.Metadata().RowGroups[g].Columns[ci].MetaData, budget)
+				guard, err := newChunkGuard(p.src, p.size, p.names[ci], &p.f.Metadata().RowGroups[g].Columns[ci].MetaData, budget)
+				if err != nil {
+					return nil, 0, err
+				}
 				p.cols = append(p.cols, &columnReader{pages: fc.PagesFrom(guard), buf: make([]parquet.Value, parquetBatch)})
 			}
 			continue

@@ -57,13 +57,19 @@ type chunkGuard struct {
 	checkErr error
 }
 
-func newChunkGuard(r io.ReaderAt, column string, md *format.ColumnMetaData, budget *rowGroupBudget) *chunkGuard {
-	// The same bounds parquet-go reads the chunk within.
+// newChunkGuard guards the chunk md describes in an object of size bytes.
+func newChunkGuard(r io.ReaderAt, size int64, column string, md *format.ColumnMetaData, budget *rowGroupBudget) (*chunkGuard, error) {
+	// The same bounds parquet-go reads the chunk within, and the object's:
+	// a page is no longer than the bytes that hold it.
 	base := md.DataPageOffset
 	if md.DictionaryPageOffset != 0 {
 		base = md.DictionaryPageOffset
 	}
-	return &chunkGuard{r: r, column: column, next: base, end: base + md.TotalCompressedSize, budget: budget}
+	if base < 0 || md.TotalCompressedSize < 0 || base > size {
+		return nil, newError(CodeParquetParsingError, "column %s: the column chunk at offset %d of %d bytes is not in the object", column, base, md.TotalCompressedSize)
+	}
+	end := base + min(md.TotalCompressedSize, size-base)
+	return &chunkGuard{r: r, column: column, next: base, end: end, budget: budget}, nil
 }
 
 func (g *chunkGuard) ReadAt(p []byte, off int64) (int, error) {
@@ -151,8 +157,8 @@ func (g *chunkGuard) admit(h *format.PageHeader, room int64) error {
 	case h.DataPageHeaderV2.Valid:
 		values = h.DataPageHeaderV2.V.NumValues
 	}
-	if int64(h.UncompressedPageSize) > limit {
-		return newError(CodeOverMaxParquetBlockSize, "column %s: a %s at offset %d declares %d bytes uncompressed; the maximum is %d", g.column, kind, g.next, h.UncompressedPageSize, limit)
+	if int64(h.UncompressedPageSize) > limit || int64(h.CompressedPageSize) > limit+limit/8 {
+		return newError(CodeOverMaxParquetBlockSize, "column %s: a %s at offset %d declares %d bytes uncompressed, %d compressed; the maximum is %d", g.column, kind, g.next, h.UncompressedPageSize, h.CompressedPageSize, limit)
 	}
 	if values > maxParquetPageValues {
 		return newError(CodeOverMaxParquetBlockSize, "column %s: a %s at offset %d declares %d values; the maximum is %d", g.column, kind, g.next, values, maxParquetPageValues)
