@@ -74,6 +74,11 @@ func openRedis(ctx context.Context, rawURL string, logger *slog.Logger) (*redisK
 	// Facet talks to plain Redis; the cloud maintenance handshake only
 	// costs a failed command per connection.
 	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	// Callers bound store calls with context deadlines (the request path's
+	// 1 s re-read, the fleet's 2 s health poll). Without this go-redis
+	// ignores them on the socket and waits out its own timeouts, so a hung
+	// (not dead) Redis stalled every such call for 5 s.
+	opts.ContextTimeoutEnabled = true
 	rdb := redis.NewClient(opts)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close() // the ping error is the one worth reporting

@@ -1,10 +1,12 @@
 package meta
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/facet-sds/facet/internal/meta/redistest"
 )
@@ -170,6 +172,50 @@ func TestRedisDown(t *testing.T) {
 	}
 	if _, err := s.CreateTenant(ctx, "beta"); err == nil {
 		t.Fatal("CreateTenant succeeded with Redis down")
+	}
+}
+
+// A hung Redis (frozen, connections open, no answers) fails a call by its
+// context deadline: the request path's re-read gives up after
+// storeReadTimeout and the fleet's health poll after its 2 s, not after
+// go-redis's own read timeout and retries (5 s before
+// ContextTimeoutEnabled). The bounds are generous: they only tell the
+// deadline from the 5 s stall.
+func TestRedisFrozenHonoursDeadlines(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openRedisStore(t, srv.URL(0, ""), testKey(t))
+	if _, err := s.PolicyVersion(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Freeze(t)
+
+	for _, tc := range []struct {
+		name            string
+		deadline, bound time.Duration
+		call            func(context.Context) error
+	}{
+		{"access key re-read", storeReadTimeout, 3 * time.Second, func(ctx context.Context) error {
+			_, _, err := s.LookupAccessKey(ctx, "AKIDFROZEN")
+			return err
+		}},
+		// fleet's Sync.check polls PolicyVersion with a 2 s deadline.
+		{"health poll", 2 * time.Second, 4 * time.Second, func(ctx context.Context) error {
+			_, err := s.PolicyVersion(ctx)
+			return err
+		}},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), tc.deadline)
+		start := time.Now()
+		err := tc.call(ctx)
+		took := time.Since(start)
+		cancel()
+		t.Logf("%s: %v deadline, failed after %v: %v", tc.name, tc.deadline, took.Round(time.Millisecond), err)
+		if err == nil {
+			t.Errorf("%s succeeded with Redis frozen", tc.name)
+		}
+		if took >= tc.bound {
+			t.Errorf("%s with a %v deadline took %v with Redis frozen, want under %v", tc.name, tc.deadline, took, tc.bound)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -52,6 +53,16 @@ func (s *Server) URL(db int, query string) string {
 func (s *Server) Kill() {
 	_ = s.proc.Kill() // fails only if it already exited, which is the goal
 	<-s.done
+}
+
+// Freeze stops the server with SIGSTOP, as a hung server would be: its
+// connections stay open and nothing answers. The test's cleanup resumes it.
+func (s *Server) Freeze(t testing.TB) {
+	t.Helper()
+	if err := s.proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("freeze redis-server: %v", err)
+	}
+	t.Cleanup(func() { _ = s.proc.Signal(syscall.SIGCONT) })
 }
 
 // Start starts a redis-server for t and stops it when t ends.
