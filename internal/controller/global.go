@@ -132,8 +132,13 @@ type AssignmentMessage struct {
 	// Instance identifies one run of the controller; Seq counts its
 	// messages from 1. A consumer keeps the highest Seq of an instance and
 	// takes any message of a new instance.
-	Instance    string      `json:"instance"`
-	Seq         uint64      `json:"seq"`
+	Instance string `json:"instance"`
+	Seq      uint64 `json:"seq"`
+	// Term is the publisher's lease term (docs/bus.md); 0, or absent,
+	// from a publisher without a lease (the single-node serve role). A
+	// consumer that has seen a term refuses messages of an older one: they
+	// come from a holder that lost the lease.
+	Term        uint64      `json:"term,omitempty"`
 	Time        time.Time   `json:"time"`
 	Assignments Assignments `json:"assignments"`
 }
@@ -157,7 +162,17 @@ type GlobalConfig struct {
 	// bandwidth controller's gateways fall back to static rates without
 	// it); 0 publishes on change only.
 	Refresh time.Duration
-	Logger  *slog.Logger
+	// Lease, when set, gates every publication: nothing is published
+	// unless it is held, under the same term, both when the period starts
+	// and just before the message goes out. Nil publishes under term 0.
+	Lease  Lease
+	Logger *slog.Logger
+}
+
+// Lease says whether this process holds the lease that allows it to
+// publish, and under which term.
+type Lease interface {
+	Held() (term uint64, ok bool)
 }
 
 // GlobalRunner runs a GlobalController every period and publishes its
@@ -233,7 +248,19 @@ func (r *GlobalRunner) Step(ctx context.Context) error {
 	return err
 }
 
+// held is the lease's term, or false when the lease is not held.
+func (r *GlobalRunner) held() (uint64, bool) {
+	if r.cfg.Lease == nil {
+		return 0, true
+	}
+	return r.cfg.Lease.Held()
+}
+
 func (r *GlobalRunner) step(ctx context.Context) error {
+	term, ok := r.held()
+	if !ok {
+		return nil
+	}
 	snap, err := r.cfg.Source.Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
@@ -261,10 +288,21 @@ func (r *GlobalRunner) step(ctx context.Context) error {
 	if same && fresh {
 		return nil
 	}
-	msg := AssignmentMessage{V: AssignmentVersion, Controller: r.c.Name(), Instance: r.instance, Seq: seq, Time: r.cfg.Clock.Now().UTC(), Assignments: as}
+	msg := AssignmentMessage{V: AssignmentVersion, Controller: r.c.Name(), Instance: r.instance, Seq: seq, Term: term,
+		Time: r.cfg.Clock.Now().UTC(), Assignments: as}
 	data, err := json.Marshal(msg)
 	if err != nil {
 		return fmt.Errorf("encode assignments: %w", err)
+	}
+	// A controller being stopped computes from a cancelled context (an
+	// empty set, when its SLO reads fail), and one that lost its lease
+	// during the period speaks for nobody: neither is published.
+	if ctx.Err() != nil {
+		return nil
+	}
+	if now, ok := r.held(); !ok || now != term {
+		r.log.Info("assignments dropped: the lease was lost during the period", "term", term)
+		return nil
 	}
 	if err := r.cfg.Publisher.Publish(AssignmentSubject(r.c.Name()), data); err != nil {
 		// Not recorded as published: the next period tries again.

@@ -14,42 +14,66 @@ import (
 // it expires, and anyone may take it once it has. Expiry is judged by the
 // clock of the process asking, so the holder must renew with a margin
 // larger than the clock skew between machines.
+//
+// Every new acquisition (of a free, expired or released lease, or by
+// another holder) raises the lease's term by one; a renewal keeps it.
+// What a holder publishes carries the term, so that a reader can refuse
+// a deposed holder's late words once it has heard a newer one. A release
+// keeps the record, expired, so that the term never goes back.
 
 // leaseRecord is the stored lease.
 type leaseRecord struct {
 	Holder    string `json:"holder"`
 	ExpiresMs int64  `json:"expires_ms"`
+	// Term is 0 in records written before terms: the next acquisition
+	// makes it 1.
+	Term uint64 `json:"term,omitempty"`
 }
 
 // AcquireLease takes or renews the lease name for holder for ttl. It
 // reports whether holder has the lease now: true when the lease was free,
 // expired or already holder's; false while another holder's is current.
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	term, err := s.AcquireLeaseTerm(ctx, name, holder, ttl)
+	return term != 0, err
+}
+
+// AcquireLeaseTerm is AcquireLease returning the lease's term while
+// holder has it (1 or more), 0 while another holder's is current.
+func (s *Store) AcquireLeaseTerm(ctx context.Context, name, holder string, ttl time.Duration) (uint64, error) {
 	if name == "" || holder == "" || ttl <= 0 {
-		return false, errors.New("meta: acquire lease: name, holder and a positive ttl are required")
+		return 0, errors.New("meta: acquire lease: name, holder and a positive ttl are required")
 	}
-	var held bool
+	var term uint64
 	err := s.kv.update(ctx, func(tx kvTx) error {
-		held = false
+		term = 0
 		now := s.now()
 		cur, err := getLease(tx, name)
 		if err != nil {
 			return err
 		}
-		if cur != nil && cur.Holder != holder && now.UnixMilli() < cur.ExpiresMs {
+		current := cur != nil && now.UnixMilli() < cur.ExpiresMs
+		if current && cur.Holder != holder {
 			return nil
 		}
-		raw, err := json.Marshal(leaseRecord{Holder: holder, ExpiresMs: now.Add(ttl).UnixMilli()})
+		next := uint64(1)
+		switch {
+		case current: // a renewal
+			next = max(cur.Term, 1)
+		case cur != nil:
+			next = cur.Term + 1
+		}
+		raw, err := json.Marshal(leaseRecord{Holder: holder, ExpiresMs: now.Add(ttl).UnixMilli(), Term: next})
 		if err != nil {
 			return err
 		}
-		held = true
+		term = next
 		return tx.put(tblLeases, name, raw)
 	})
 	if err != nil {
-		return false, fmt.Errorf("meta: acquire lease %s: %w", name, err)
+		return 0, fmt.Errorf("meta: acquire lease %s: %w", name, err)
 	}
-	return held, nil
+	return term, nil
 }
 
 // ReleaseLease gives the lease up if holder has it, so that a standby
@@ -60,7 +84,13 @@ func (s *Store) ReleaseLease(ctx context.Context, name, holder string) error {
 		if err != nil || cur == nil || cur.Holder != holder {
 			return err
 		}
-		return tx.del(tblLeases, name)
+		// Expired, not deleted: the next holder's term follows this one.
+		cur.ExpiresMs = 0
+		raw, err := json.Marshal(cur)
+		if err != nil {
+			return err
+		}
+		return tx.put(tblLeases, name, raw)
 	})
 	if err != nil {
 		return fmt.Errorf("meta: release lease %s: %w", name, err)

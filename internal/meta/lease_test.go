@@ -78,3 +78,33 @@ func TestLeaseSurvivesReopen(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaseTerm: a new acquisition raises the term, a renewal keeps it,
+// and a release does not reset it (issue 23: gateways refuse assignments
+// of a term older than one they have seen).
+func TestLeaseTerm(t *testing.T) {
+	eachBackend(t, func(t *testing.T, st storage) {
+		ctx := t.Context()
+		s := st.store(t)
+		now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		s.now = func() time.Time { return now }
+		term := func(holder string, want uint64) {
+			t.Helper()
+			got, err := s.AcquireLeaseTerm(ctx, "controller", holder, 3*time.Second)
+			if err != nil || got != want {
+				t.Fatalf("AcquireLeaseTerm(%s) = %d, %v; want %d", holder, got, err, want)
+			}
+		}
+		term("a", 1) // free
+		term("a", 1) // renewed
+		term("b", 0) // a's is current
+		now = now.Add(4 * time.Second)
+		term("b", 2) // expired: taken over
+		if err := s.ReleaseLease(ctx, "controller", "b"); err != nil {
+			t.Fatal(err)
+		}
+		term("a", 3) // released: free at once, under a newer term
+		now = now.Add(4 * time.Second)
+		term("a", 4) // a lapse is a new acquisition, even by the same holder
+	})
+}

@@ -42,6 +42,39 @@ type Agent struct {
 	host atomic.Pointer[func(context.Context) json.RawMessage]
 	// devices reports the node's devices in every report (ReportDevices).
 	devices atomic.Pointer[func(context.Context) []DeviceStatus]
+
+	// term is the highest lease term seen in an assignment; stale counts
+	// the messages refused for an older one.
+	termMu sync.Mutex
+	term   uint64
+	stale  atomic.Uint64
+}
+
+// StaleAssignments counts the assignment messages refused because their
+// lease term was older than one already seen.
+func (a *Agent) StaleAssignments() uint64 { return a.stale.Load() }
+
+// assign applies an assignment message unless it comes from a holder
+// whose lease term is older than one seen: a controller that lost its
+// lease may still have a message in flight. A message without a term
+// (term 0, a serve role's) is taken only until a term has been seen.
+func (a *Agent) assign(data []byte) {
+	msg, rates, ops, err := decodeAssignments(data, a.l.Node())
+	if err != nil {
+		a.log.Warn("bandwidth assignment refused", "err", err)
+		return
+	}
+	a.termMu.Lock()
+	defer a.termMu.Unlock()
+	if msg.Term < a.term {
+		a.stale.Add(1)
+		a.log.Debug("bandwidth assignment of an older lease term ignored", "term", msg.Term, "seen", a.term, "instance", msg.Instance)
+		return
+	}
+	a.term = msg.Term
+	// Applied under termMu, so that a message of an older term cannot
+	// pass the check and land after a newer one.
+	a.l.ApplyOps(msg.Instance, msg.Seq, rates, ops)
 }
 
 // ReportDevices makes every report carry what devices returns.
@@ -71,14 +104,7 @@ func NewAgent(l *Limiter, b bus.Bus, period time.Duration, before func(context.C
 
 // Run subscribes to assignments and reports every period until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
-	sub, err := a.b.Subscribe(controller.AssignmentSubject(ControllerName), func(_ string, data []byte) {
-		inst, seq, rates, ops, err := DecodeAllAssignments(data, a.l.Node())
-		if err != nil {
-			a.log.Warn("bandwidth assignment refused", "err", err)
-			return
-		}
-		a.l.ApplyOps(inst, seq, rates, ops)
-	})
+	sub, err := a.b.Subscribe(controller.AssignmentSubject(ControllerName), func(_ string, data []byte) { a.assign(data) })
 	if err != nil {
 		return fmt.Errorf("qos: subscribe to assignments: %w", err)
 	}
@@ -122,12 +148,18 @@ func DecodeAssignments(data []byte, node string) (instance string, seq uint64, r
 // DecodeAllAssignments is DecodeAssignments with the operations rates
 // (keys "<class>_ops").
 func DecodeAllAssignments(data []byte, node string) (instance string, seq uint64, rates, ops Rates, err error) {
-	var msg controller.AssignmentMessage
+	msg, rates, ops, err := decodeAssignments(data, node)
+	return msg.Instance, msg.Seq, rates, ops, err
+}
+
+// decodeAssignments is DecodeAllAssignments returning the message
+// (Assignments included, for every node).
+func decodeAssignments(data []byte, node string) (msg controller.AssignmentMessage, rates, ops Rates, err error) {
 	if err := json.Unmarshal(data, &msg); err != nil {
-		return "", 0, nil, nil, fmt.Errorf("qos: assignments: %w", err)
+		return msg, nil, nil, fmt.Errorf("qos: assignments: %w", err)
 	}
 	if msg.V != controller.AssignmentVersion {
-		return "", 0, nil, nil, fmt.Errorf("qos: assignments: version %d, want %d", msg.V, controller.AssignmentVersion)
+		return msg, nil, nil, fmt.Errorf("qos: assignments: version %d, want %d", msg.V, controller.AssignmentVersion)
 	}
 	rates, ops = Rates{}, Rates{}
 	for _, a := range msg.Assignments {
@@ -155,7 +187,7 @@ func DecodeAllAssignments(data []byte, node string) (instance string, seq uint64
 		}
 		into[tenant][c] = a.Value
 	}
-	return msg.Instance, msg.Seq, rates, ops, nil
+	return msg, rates, ops, nil
 }
 
 // Fleet is the fleet-wide view of QoS: every node's latest report and the
@@ -222,7 +254,11 @@ func (f *Fleet) Subscribe(b bus.Bus, log *slog.Logger) (stop func(), err error) 
 			return
 		}
 		f.mu.Lock()
-		f.assign = &msg
+		// As a gateway does: a deposed holder's late message is not the
+		// assignment in force.
+		if f.assign == nil || msg.Term >= f.assign.Term {
+			f.assign = &msg
+		}
 		f.mu.Unlock()
 	})
 	if err != nil {

@@ -75,11 +75,14 @@ func (s *Server) buildController(ctx context.Context) error {
 		return err
 	}
 
-	bandwidth, qosFleet, err := s.controllerRoleQoS(opts.QoS, control.MetaSLOs{S: store}, policies, work.bus)
+	// The guard fences the bandwidth controller's publications: set by
+	// the lease loop, cleared before it stops the controllers.
+	guard := controller.NewLeaseGuard(nil)
+	bandwidth, qosFleet, err := s.controllerRoleQoS(opts.QoS, control.MetaSLOs{S: store}, policies, work.bus, guard)
 	if err != nil {
 		return fmt.Errorf("qos: %w", err)
 	}
-	role := &controllerRole{id: opts.Node, ttl: opts.LeaseTTL, store: store, policies: policies, feed: work.feed(), log: logger, bandwidth: bandwidth,
+	role := &controllerRole{id: opts.Node, ttl: opts.LeaseTTL, store: store, guard: guard, policies: policies, feed: work.feed(), log: logger, bandwidth: bandwidth,
 		nodes: fleetNodes{fleet: qosFleet}, start: s.startGoroutine, disabled: opts.DisabledControllers, heartbeats: work.bus}
 	s.later("controller lease", role.run)
 	if opts.AdminAddr != "" {
@@ -105,6 +108,8 @@ type controllerRole struct {
 	policies *control.Service
 	feed     control.Feed
 	log      *slog.Logger
+	// guard is granted the lease's term while it is held (controller.Lease).
+	guard *controller.LeaseGuard
 	// bandwidth adds the global bandwidth controller while the lease is held.
 	bandwidth func(*controller.Supervisor) error
 	// disabled and heartbeats are newControllers'.
@@ -126,6 +131,9 @@ type controllerRole struct {
 // (as far as the clocks agree).
 func (r *controllerRole) run(ctx context.Context) {
 	every := r.ttl / 3
+	if r.guard == nil {
+		r.guard = controller.NewLeaseGuard(nil)
+	}
 	var (
 		stopControllers context.CancelFunc
 		renewed         time.Time
@@ -135,6 +143,9 @@ func (r *controllerRole) run(ctx context.Context) {
 		if stopControllers == nil {
 			return
 		}
+		// Fence first: a period finishing while the controllers stop must
+		// not publish.
+		r.guard.Revoke()
 		stopControllers()
 		stopControllers = nil
 		r.mu.Lock()
@@ -145,7 +156,8 @@ func (r *controllerRole) run(ctx context.Context) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		held, err := r.store.AcquireLease(ctx, ControllerLease, r.id, r.ttl)
+		term, err := r.store.AcquireLeaseTerm(ctx, ControllerLease, r.id, r.ttl)
+		held := term != 0
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
@@ -155,6 +167,9 @@ func (r *controllerRole) run(ctx context.Context) {
 			}
 		case held:
 			renewed = time.Now()
+			// The guard lapses when release would: a loop stuck renewing
+			// against a stalled store stops publishing by itself.
+			r.guard.Grant(term, renewed.Add(r.ttl-every))
 			if stopControllers == nil {
 				sup, src, err := newControllers(r.policies, r.feed, nil, r.log, r.disabled, r.heartbeats, r.bandwidth)
 				if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/control"
+	"github.com/facet-sds/facet/internal/controller"
 	"github.com/facet-sds/facet/internal/filter/builtin"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/meta/redistest"
@@ -46,7 +47,7 @@ func TestControllerRoleLeaseFailover(t *testing.T) {
 	}
 	start := func(id string) (*controllerRole, context.CancelFunc, chan struct{}) {
 		r := &controllerRole{id: id, ttl: 2 * time.Second, store: store, policies: policies, log: logger,
-			start: func(_ string, f func()) { go f() }}
+			guard: controller.NewLeaseGuard(nil), start: func(_ string, f func()) { go f() }}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() { r.run(ctx); close(done) }()
@@ -79,12 +80,24 @@ func TestControllerRoleLeaseFailover(t *testing.T) {
 	if h, err := store.LeaseHolder(t.Context(), ControllerLease); err != nil || h != "a" {
 		t.Fatalf("stored holder %q, %v; want a", h, err)
 	}
+	termA, ok := a.guard.Held()
+	if _, bOK := b.guard.Held(); !ok || termA == 0 || bOK {
+		t.Fatalf("publication guards: a term %d held %v, b held %v; want only a", termA, ok, bOK)
+	}
 	stopA()
 	<-doneA
 	if lease(a) != "standby" {
 		t.Fatal("a stopped and still reports the lease")
 	}
+	if _, ok := a.guard.Held(); ok {
+		t.Fatal("a stopped its controllers and may still publish")
+	}
 	waitFor("b takes over", func() bool { return lease(b) == "held" })
+	// The successor publishes under a newer term, which gateways prefer
+	// to a's (issue 23).
+	if termB, ok := b.guard.Held(); !ok || termB <= termA {
+		t.Fatalf("b's term %d (held %v); want above a's %d", termB, ok, termA)
+	}
 	if h, err := store.LeaseHolder(t.Context(), ControllerLease); err != nil || h != "b" {
 		t.Fatalf("stored holder %q, %v; want b", h, err)
 	}

@@ -144,7 +144,8 @@ func (q *qosRuntime) s3() admit.QoS { return control.Admission{Limiter: q.limite
 
 // bandwidthController returns a function that adds the global bandwidth
 // controller, fed by fleet, to a supervisor.
-func bandwidthController(opts QoSOptions, fleet *qos.Fleet, slos *control.SLOCache, b bus.Bus, logger *slog.Logger) (func(*controller.Supervisor) error, error) {
+// lease, when not nil, fences its publications (the controller role).
+func bandwidthController(opts QoSOptions, fleet *qos.Fleet, slos *control.SLOCache, b bus.Bus, lease controller.Lease, logger *slog.Logger) (func(*controller.Supervisor) error, error) {
 	alg, err := qos.AlgorithmByName(cmp.Or(opts.Algorithm, "crystal"))
 	if err != nil {
 		return nil, err
@@ -153,7 +154,7 @@ func bandwidthController(opts QoSOptions, fleet *qos.Fleet, slos *control.SLOCac
 		c := qos.NewBandwidth(qos.BandwidthConfig{Algorithm: alg, Capacity: opts.Capacity,
 			SLOs: func(ctx context.Context) (qos.SLOSource, error) { slos.Refresh(ctx); return slos, nil }})
 		r, err := controller.NewGlobalRunner(c, controller.GlobalConfig{Source: fleet, Publisher: b, Period: opts.period(),
-			Refresh: 4 * opts.period(), Logger: logger})
+			Refresh: 4 * opts.period(), Lease: lease, Logger: logger})
 		if err != nil {
 			return err
 		}
@@ -183,7 +184,7 @@ func (q *qosRuntime) globals(noControllers bool, b bus.Bus, logger *slog.Logger)
 	if noControllers {
 		return nil
 	}
-	add, err := bandwidthController(q.opts, q.fleet, q.slos, b, logger)
+	add, err := bandwidthController(q.opts, q.fleet, q.slos, b, nil, logger)
 	if err != nil {
 		// The algorithm was checked by startQoS: not reached.
 		logger.Error("bandwidth controller not started", "err", err)
@@ -195,11 +196,11 @@ func (q *qosRuntime) globals(noControllers bool, b bus.Bus, logger *slog.Logger)
 // controllerRoleQoS is the controller role's bandwidth controller: the
 // fleet's reports from the bus, SLOs from the shared store and policies.
 // The fleet view also answers the role's GET /v1/nodes.
-func (s *Server) controllerRoleQoS(opts QoSOptions, store control.SLOStore, policies control.SLOPolicies, b bus.Bus) (func(*controller.Supervisor) error, *qos.Fleet, error) {
+func (s *Server) controllerRoleQoS(opts QoSOptions, store control.SLOStore, policies control.SLOPolicies, b bus.Bus, lease controller.Lease) (func(*controller.Supervisor) error, *qos.Fleet, error) {
 	fleet, err := s.fleetView(opts, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	add, err := bandwidthController(opts, fleet, control.NewSLOCache(store, policies, s.log), b, s.log)
+	add, err := bandwidthController(opts, fleet, control.NewSLOCache(store, policies, s.log), b, lease, s.log)
 	return add, fleet, err
 }
