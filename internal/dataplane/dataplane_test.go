@@ -102,17 +102,26 @@ func pipelineOf(t *testing.T, reg *filter.Registry, names ...string) Pipeline {
 	return p
 }
 
-func TestPutThenLogicalRanges(t *testing.T) {
+// storeWithBucket is a filesystem store (no fsync) holding bucket "bkt",
+// closed when the test ends.
+func storeWithBucket(t *testing.T) *fs.Store {
+	t.Helper()
 	ctx := context.Background()
-	reg := testRegistry()
 	st, err := fs.Open(ctx, t.TempDir(), fs.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	if err := st.CreateBucket(ctx, "bkt"); err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+func TestPutThenLogicalRanges(t *testing.T) {
+	ctx := context.Background()
+	reg := testRegistry()
+	st := storeWithBucket(t)
 	plain := make([]byte, 100_000)
 	for i := range plain {
 		plain[i] = byte(rand.IntN(256))
@@ -166,12 +175,7 @@ func TestPutThenLogicalRanges(t *testing.T) {
 func TestPartsPlanConcat(t *testing.T) {
 	ctx := context.Background()
 	reg := testRegistry()
-	st, err := fs.Open(ctx, t.TempDir(), fs.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	_ = st.CreateBucket(ctx, "bkt")
+	st := storeWithBucket(t)
 	up, err := st.CreateUpload(ctx, "bkt", "mp", storage.ObjectMeta{})
 	if err != nil {
 		t.Fatal(err)

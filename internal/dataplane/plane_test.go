@@ -15,7 +15,6 @@ import (
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/storage"
-	"github.com/facet-sds/facet/internal/storage/fs"
 )
 
 type fixedPipelines Pipeline
@@ -65,14 +64,7 @@ func code(err error) string {
 func TestPlaneEntryPoints(t *testing.T) {
 	ctx := context.Background()
 	reg := testRegistry()
-	st, err := fs.Open(ctx, t.TempDir(), fs.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.CreateBucket(ctx, "bkt"); err != nil {
-		t.Fatal(err)
-	}
+	st := storeWithBucket(t)
 	p := New(Config{Backend: st, Pipelines: fixedPipelines(pipelineOf(t, reg, "xa", "xb")), Decoders: Decoders{Registry: reg}})
 	plain := make([]byte, 50_000)
 	for i := range plain {
