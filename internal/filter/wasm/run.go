@@ -153,6 +153,12 @@ func (m *Module) Run(ctx context.Context, inv Invocation, lim Limits, in io.Read
 	lim = lim.withDefaults()
 	ctx, cancel := context.WithCancelCause(ctx)
 	pr, pw := io.Pipe()
+	if !m.rt.enter() {
+		cancel(errRuntimeClosed)
+		pw.CloseWithError(&Error{Filter: m.name, Reason: ErrCanceled, Detail: errRuntimeClosed.Error()})
+		return &output{pr: pr, bufs: &m.rt.copyBufs, stop: func() {}}
+	}
+	stopWithRuntime := context.AfterFunc(m.rt.life, func() { cancel(errRuntimeClosed) })
 	// fail stops the instance at its next check and unblocks a write
 	// pending on the pipe, whichever comes first.
 	fail := func(err error) {
@@ -181,6 +187,8 @@ func (m *Module) Run(ctx context.Context, inv Invocation, lim Limits, in io.Read
 	}
 
 	go func() {
+		defer m.rt.live.Done()
+		defer stopWithRuntime()
 		defer cancel(nil)
 		mod, err := m.rt.rt.InstantiateModule(m.image.withMemory(ctx), m.compiled, cfg)
 		if mod != nil {

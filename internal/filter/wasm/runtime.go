@@ -59,7 +59,20 @@ type Runtime struct {
 	compileMu sync.Mutex
 	compiled  atomic.Uint64
 	loaded    atomic.Uint64
+	// life ends when Close begins, which stops every running instance;
+	// live counts those instances so that Close frees the runtime only
+	// after the last has returned (freeing it under a running instance
+	// races with the instance's own memory and file table).
+	life    context.Context
+	endLife context.CancelFunc
+	liveMu  sync.Mutex
+	closed  bool
+	live    sync.WaitGroup
 }
+
+// errRuntimeClosed is the cause an instance sees when its runtime closes
+// under it.
+var errRuntimeClosed = errors.New("filter runtime closed")
 
 // NewRuntime returns a runtime; Close releases it.
 func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
@@ -91,17 +104,35 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("wasm: instantiating WASI: %w", err)
 	}
 	r := &Runtime{rt: rt, cache: cache, pages: pages, logger: logger, onFailure: cfg.OnFailure, cacheDir: cfg.CacheDir}
+	r.life, r.endLife = context.WithCancel(context.WithoutCancel(ctx))
 	r.copyBufs.New = func() any { b := make([]byte, 1<<20); return &b }
 	return r, nil
 }
 
-// Close releases every compiled module and instance.
+// Close stops the running instances, waits for them to return, and
+// releases every compiled module. Run after Close fails its reads.
 func (r *Runtime) Close(ctx context.Context) error {
+	r.liveMu.Lock()
+	r.closed = true
+	r.liveMu.Unlock()
+	r.endLife()
+	r.live.Wait()
 	err := r.rt.Close(ctx)
 	if r.cache != nil {
 		err = errors.Join(err, r.cache.Close(ctx))
 	}
 	return err
+}
+
+// enter registers a new instance; it reports false once Close has begun.
+func (r *Runtime) enter() bool {
+	r.liveMu.Lock()
+	defer r.liveMu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.live.Add(1)
+	return true
 }
 
 // MemoryPages reports the memory cap applied to every instance.

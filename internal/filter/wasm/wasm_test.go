@@ -504,3 +504,49 @@ func TestRejectsBadModules(t *testing.T) {
 		t.Fatal("unknown parameter accepted")
 	}
 }
+
+// TestCloseStopsRunningInstances: closing a runtime under a looping
+// instance stops the instance and waits for it (freeing the runtime under
+// it raced with its memory and file table), and a Run after Close fails
+// its read instead of starting.
+func TestCloseStopsRunningInstances(t *testing.T) {
+	ctx := context.Background()
+	rt, err := NewRuntime(ctx, Config{CacheDir: filepath.Join(cacheRoot, "cache"), MemoryPages: 1024, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := New(ctx, rt, hostileInfo(), moduleBytes(t, "hostile"), Limits{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := in.New(filter.Params{"mode": "loop"}, filter.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.(filter.Transformer).Transform(ctx, &filter.Request{Size: -1}, bytes.NewReader(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() { _, err := io.ReadAll(out); read <- err }()
+	if err := rt.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Under -race, a Close that did not wait is reported as the race
+	// this test was written for; here the instance must have ended.
+	select {
+	case err := <-read:
+		if !errors.Is(err, ErrCanceled) {
+			t.Fatalf("read after Close: %v, want ErrCanceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the instance's output never ended after Close")
+	}
+	after, err := f.(filter.Transformer).Transform(ctx, &filter.Request{Size: -1}, bytes.NewReader(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(after); !errors.Is(err, ErrCanceled) {
+		t.Fatalf("Run after Close: %v, want ErrCanceled", err)
+	}
+}
