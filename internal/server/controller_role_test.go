@@ -217,3 +217,86 @@ func masterKeyForTest(t *testing.T) []byte {
 	}
 	return mk
 }
+
+// TestControllerRoleFencedOnFrozenRedis is issue 23's lease defect
+// reproduced with a hung store, not a dead one: with Redis frozen
+// (SIGSTOP) the holder's lease loop is stuck renewing, and its guard (which
+// every publication of the bandwidth controller consults; see
+// controller.TestRunnerFencedByLease) must lapse by itself before the
+// lease can expire in the store, so that a deposed holder publishes
+// nothing while a successor may already hold the lease. When Redis comes
+// back, the old holder stays fenced and a successor holds a newer term.
+func TestControllerRoleFencedOnFrozenRedis(t *testing.T) {
+	rds := redistest.Start(t)
+	mk := masterKeyForTest(t)
+	logger := slog.New(slog.DiscardHandler)
+	open := func() *meta.Store {
+		s, err := meta.OpenURL(t.Context(), rds.URL(0, ""), t.TempDir(), mk, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	const ttl = 1500 * time.Millisecond
+	start := func(id string, store *meta.Store) *controllerRole {
+		policies := control.New(control.Config{Store: store, Registry: builtin.NewRegistry(), Logger: logger})
+		if err := policies.Reload(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		r := &controllerRole{id: id, ttl: ttl, store: store, policies: policies, log: logger,
+			guard: controller.NewLeaseGuard(nil), start: func(_ string, f func()) { go f() }}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return r
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("never: %s", what)
+			}
+		}
+	}
+	a := start("a", open())
+	waitFor("a holds the lease", func() bool { _, ok := a.guard.Held(); return ok })
+	termA, _ := a.guard.Held()
+	// b waits on standby, on its own connections.
+	b := start("b", open())
+
+	rds.Freeze(t)
+	frozen := time.Now()
+	// a's last renewal came before the freeze, and its guard runs to that
+	// renewal + 2/3 ttl, before the store's lease (renewal + ttl) ends:
+	// one ttl after the freeze the guard has lapsed, whatever the loop is
+	// doing. Polling only shows that it lapses while the loop is stuck.
+	waitFor("a's guard lapses with Redis frozen", func() bool { _, ok := a.guard.Held(); return !ok })
+	if lapsed := time.Since(frozen); lapsed > ttl {
+		// Not a speed check: past ttl the store's lease may have gone to
+		// a successor while a could still publish.
+		t.Fatalf("a's guard was held %v into the freeze, past the lease's ttl %v", lapsed, ttl)
+	}
+	// Still frozen: a stays fenced (its renewal cannot succeed).
+	time.Sleep(ttl)
+	if _, ok := a.guard.Held(); ok {
+		t.Fatal("a holds its guard again while Redis is frozen")
+	}
+
+	// Once Redis answers, the standby takes the lease if the old one
+	// has expired by then, or a renews first. Either way exactly one
+	// holds it, and a successor's term is newer.
+	if _, ok := b.guard.Held(); ok {
+		t.Fatal("standby b holds a guard")
+	}
+	rds.Resume(t)
+	waitFor("one of a, b holds the lease", func() bool {
+		_, aok := a.guard.Held()
+		_, bok := b.guard.Held()
+		return aok != bok
+	})
+	if termB, ok := b.guard.Held(); ok && termB <= termA {
+		t.Fatalf("successor b holds term %d, not newer than a's %d", termB, termA)
+	}
+}

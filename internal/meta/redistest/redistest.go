@@ -65,6 +65,14 @@ func (s *Server) Freeze(t testing.TB) {
 	t.Cleanup(func() { _ = s.proc.Signal(syscall.SIGCONT) })
 }
 
+// Resume continues a frozen server (SIGCONT).
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	if err := s.proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("resume redis-server: %v", err)
+	}
+}
+
 // Start starts a redis-server for t and stops it when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
