@@ -6,7 +6,11 @@ VENV      := test/e2e/.venv
 PY_REQS   := test/e2e/py/requirements.txt
 # Fuzzing time per target: short inside `make test`, longer for `make fuzz`.
 TEST_FUZZTIME ?= 10s
-FUZZTIME      ?= 1m
+FUZZTIME      ?= 10m
+# The long campaign records each target's run here, resumes with
+# FUZZ_RESUME=1, and commits up to this many corpus entries per target.
+FUZZ_RESULTS  ?= docs/benchmarks/fuzz-campaign.tsv
+FUZZ_CORPUS   ?= 200
 # What `facet version` says (internal/buildinfo); a build without them (go
 # build, go install) falls back on the toolchain's VCS stamp.
 VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -47,7 +51,7 @@ fuzz-quick:
 	FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
 
 fuzz:
-	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
+	FUZZTIME=$(FUZZTIME) GO=$(GO) FUZZ_RESULTS=$(FUZZ_RESULTS) FUZZ_COMMIT_CORPUS=$(FUZZ_CORPUS) ./scripts/fuzz.sh
 
 e2e: e2e-go e2e-py
 
