@@ -81,10 +81,15 @@ func requestFlags(f *pflag.FlagSet, opts *server.Options, logLevel *string) {
 	f.DurationVar(&opts.TrashPurgeEvery, "trash-purge-every", 10*time.Minute, "how often the recycle bin purges objects past their max_time")
 }
 
-// listenerFlags are the timeouts of every HTTP listener (serve, gateway,
-// block, controller).
+// listenerFlags are the timeouts and TLS of every HTTP listener (serve,
+// gateway, block, controller).
 func listenerFlags(f *pflag.FlagSet, opts *server.Options) {
 	f.DurationVar(&opts.IdleTimeout, "idle-timeout", 2*time.Minute, "close a keep-alive connection idle this long (every HTTP listener; negative: never)")
 	f.DurationVar(&opts.BodyReadTimeout, "body-read-timeout", 30*time.Second, "cut a request whose body stops arriving for this long, with RequestTimeout; also the grace before --body-min-rate applies (negative: no deadline)")
 	f.Int64Var(&opts.BodyMinRate, "body-min-rate", 1024, "slowest average rate, in bytes per second, a request body may arrive at after --body-read-timeout (negative: no minimum)")
+	f.StringVar(&opts.TLS.CertFile, "tls-cert", "", "serve every HTTP listener (S3, admin) over TLS with this PEM certificate (chain) file, with --tls-key; reloaded when the file changes or on SIGHUP")
+	f.StringVar(&opts.TLS.KeyFile, "tls-key", "", "the PEM private key of --tls-cert")
+	f.StringVar(&opts.TLS.Dir, "tls-dir", "", "serve TLS with the certificates of this directory, chosen by SNI name: NAME.crt and NAME.key pairs, each serving the DNS names of its certificate; default.crt serves clients without SNI (docs/security.md)")
+	f.DurationVar(&opts.TLSReloadEvery, "tls-reload-every", 3*time.Second, "how often the certificate files are checked for a change, reloaded without a restart (0: only on SIGHUP)")
+	f.BoolVar(&opts.InsecureListen, "insecure-listen", false, "allow plain HTTP listeners on non-loopback addresses (without it, a non-loopback address needs TLS)")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/tlsconf"
 )
 
 // client speaks the control API. It shares the wire types with the server
@@ -31,8 +32,10 @@ type client struct {
 const requestTimeout = 30 * time.Second
 
 // newClient returns a client of the API at adminURL that signs its calls
-// with keys when given, else sends the admin token.
-func newClient(adminURL, token string, keys *tenantKeys) (*client, error) {
+// with keys when given, else sends the admin token. An https URL's server
+// is verified against caFile's certificates when given, else the
+// system's roots.
+func newClient(adminURL, token string, keys *tenantKeys, caFile string) (*client, error) {
 	u, err := url.Parse(adminURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--admin %q: want an http(s) URL such as http://127.0.0.1:9001", adminURL)
@@ -43,11 +46,24 @@ func newClient(adminURL, token string, keys *tenantKeys) (*client, error) {
 	case keys == nil && token == "":
 		return nil, errors.New("no admin token: pass --token or set FACET_ADMIN_TOKEN (a tenant passes --access-key and --secret-key)")
 	}
+	hc := &http.Client{Timeout: requestTimeout}
+	if caFile != "" {
+		if u.Scheme != "https" {
+			return nil, fmt.Errorf("--ca is for an https:// admin URL; %s is plain HTTP", u.Redacted())
+		}
+		cfg, err := tlsconf.ClientConfig(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--ca: %w", err)
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = cfg
+		hc.Transport = tr
+	}
 	return &client{
 		base:  strings.TrimSuffix(u.String(), "/"),
 		token: token,
 		keys:  keys,
-		hc:    &http.Client{Timeout: requestTimeout},
+		hc:    hc,
 	}, nil
 }
 

@@ -22,6 +22,8 @@ const (
 	DefaultAdminURL = "http://127.0.0.1:9001"
 	EnvAdminURL     = "FACET_ADMIN"
 	EnvAdminToken   = "FACET_ADMIN_TOKEN"
+	// EnvCA names the CA file that verifies an https:// admin URL.
+	EnvCA = "FACET_CA"
 )
 
 type options struct {
@@ -29,6 +31,7 @@ type options struct {
 	token                string
 	accessKey, secretKey string
 	output               string
+	caFile               string
 }
 
 // NewCommand returns the `ctl` command tree.
@@ -49,6 +52,7 @@ func NewCommand() *cobra.Command {
 	pf.StringVar(&o.adminURL, "admin", DefaultAdminURL, "control API base URL (env "+EnvAdminURL+")")
 	// No default shown: the token is a secret and must not appear in help.
 	pf.StringVar(&o.token, "token", "", "admin bearer token (env "+EnvAdminToken+")")
+	pf.StringVar(&o.caFile, "ca", "", "PEM CA certificate(s) that verify an https:// admin URL's server, instead of the system's roots (env "+EnvCA+")")
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	pf.StringVar(&o.accessKey, "access-key", "", "a tenant's access key, to act as that tenant instead of the admin (env "+EnvAccessKey+")")
 	pf.StringVar(&o.secretKey, "secret-key", "", "the access key's secret (env "+EnvSecretKey+")")
@@ -80,7 +84,11 @@ func (o *options) run(action func(ctx context.Context, c *client, p *printer, ar
 		if o.output != "table" && o.output != "json" {
 			return fmt.Errorf("--output %q: want table or json", o.output)
 		}
-		c, err := newClient(adminURL, token, o.tenantKeys(cmd))
+		caFile := o.caFile
+		if !cmd.Flags().Changed("ca") {
+			caFile = os.Getenv(EnvCA)
+		}
+		c, err := newClient(adminURL, token, o.tenantKeys(cmd), caFile)
 		if err != nil {
 			return err
 		}

@@ -20,11 +20,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
@@ -32,6 +34,7 @@ import (
 	"github.com/facet-sds/facet/internal/storage"
 	"github.com/facet-sds/facet/internal/storage/fs"
 	s3store "github.com/facet-sds/facet/internal/storage/s3"
+	"github.com/facet-sds/facet/internal/tlsconf"
 )
 
 // Role names a set of components.
@@ -149,6 +152,16 @@ type Options struct {
 	// TrashPurgeEvery is how often the recycle bin purges expired
 	// objects; 0 means every 10 minutes.
 	TrashPurgeEvery time.Duration
+	// TLS names the certificates every HTTP listener (S3, admin) serves;
+	// empty: plain HTTP, on loopback addresses only unless InsecureListen.
+	TLS tlsconf.Source
+	// TLSReloadEvery is how often the certificate files are checked for a
+	// change (sizes and mtimes); 0 never: only ReloadTLS (SIGHUP)
+	// reloads them.
+	TLSReloadEvery time.Duration
+	// InsecureListen allows plain HTTP listeners on non-loopback
+	// addresses.
+	InsecureListen bool
 	// MasterKeyFile is where the gateway role reads the fleet's master key
 	// when FACET_MASTER_KEY is unset (see CheckGateway).
 	MasterKeyFile string
@@ -179,6 +192,8 @@ type Server struct {
 	// closers close what New opened (stores, the bus, caches), in
 	// reverse order, after every goroutine has exited.
 	closers []closer
+	// certs are the listeners' TLS certificates, nil for plain HTTP.
+	certs *tlsconf.Certs
 	// failed carries a listener's fatal error to Run.
 	failed chan error
 
@@ -251,6 +266,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	default:
 		err = fmt.Errorf("unknown role %q", opts.Role)
 	}
+	if err == nil {
+		err = s.setupTLS()
+	}
 	if err != nil {
 		for _, stop := range s.stops { // nothing was started: they close listeners
 			_ = stop()
@@ -321,8 +339,13 @@ func (s *Server) start() error {
 	for _, l := range s.listeners {
 		s.opts.timeouts().apply(l.srv)
 		l.srv.Handler = l.track(l.srv.Handler)
+		serve := l.srv.Serve
+		if s.certs != nil {
+			s.serveTLS(l)
+			serve = func(ln net.Listener) error { return l.srv.ServeTLS(ln, "", "") }
+		}
 		s.startGoroutine(l.name+" listener", func() {
-			if err := l.srv.Serve(l.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := serve(l.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.fail(fmt.Errorf("%s: %w", l.name, err))
 			}
 		})
@@ -462,11 +485,24 @@ func Run(ctx context.Context, opts Options, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// SIGHUP reloads the TLS certificates (and no longer ends the
+	// process).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	runErr := s.Start()
-	if runErr == nil {
+	for wait := runErr == nil; wait; {
 		select {
 		case <-ctx.Done():
+			wait = false
 		case runErr = <-s.Failed():
+			wait = false
+		case <-hup:
+			if s.certs == nil {
+				s.log.Info("SIGHUP: no TLS certificates to reload")
+			} else {
+				_ = s.ReloadTLS() // logged
+			}
 		}
 	}
 	s.log.Info("shutting down", "timeout", s.opts.ShutdownTimeout.String())

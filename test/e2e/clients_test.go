@@ -45,7 +45,7 @@ func (s *server) sdk(c creds, opts ...func(*s3.Options)) *s3.Client {
 		UsePathStyle:     true,
 		Credentials:      credentials.NewStaticCredentialsProvider(c.AccessKey, c.SecretKey, ""),
 		RetryMaxAttempts: 1,
-		HTTPClient:       &http.Client{Timeout: 2 * time.Minute},
+		HTTPClient:       s.httpClient(2 * time.Minute),
 	}
 	for _, f := range opts {
 		f(&o)

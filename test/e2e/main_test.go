@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/facet-sds/facet/internal/tlsconf/tlstest"
 )
 
 // facetBin is the facet binary under test: FACET_BIN when set, otherwise
@@ -66,6 +68,29 @@ type server struct {
 	cmd       *exec.Cmd
 	done      chan struct{} // closed when the process has exited
 	waitErr   error         // valid after done is closed
+	// ca, when set, is the test CA of a server serving TLS (tls_test.go):
+	// clients then speak https and verify against it.
+	ca *tlstest.CA
+}
+
+// scheme is the listeners' URL scheme.
+func (s *server) scheme() string {
+	if s.ca != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// httpClient is a client of the server's listeners, verifying a TLS
+// server against the test CA.
+func (s *server) httpClient(timeout time.Duration) *http.Client {
+	c := &http.Client{Timeout: timeout}
+	if s.ca != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = s.ca.ClientConfig()
+		c.Transport = tr
+	}
+	return c
 }
 
 const startupTimeout = 30 * time.Second
@@ -165,14 +190,14 @@ func (s *server) launch(args, env []string) error {
 
 func (s *server) waitHealthy(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	client := &http.Client{Timeout: 2 * time.Second}
+	client := s.httpClient(2 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.done:
 			return fmt.Errorf("facet serve exited early: %v", s.waitErr)
 		default:
 		}
-		resp, err := client.Get("http://" + s.adminAddr + "/healthz")
+		resp, err := client.Get(s.scheme() + "://" + s.adminAddr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -253,7 +278,7 @@ func (s *server) logTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func (s *server) endpoint() string { return "http://" + s.s3Addr }
+func (s *server) endpoint() string { return s.scheme() + "://" + s.s3Addr }
 
 // creds are a tenant's S3 credentials as printed by `facet ctl ... -o json`.
 type creds struct {
@@ -267,13 +292,17 @@ func (s *server) ctl(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	full := append([]string{"ctl", "--admin", "http://" + s.adminAddr, "--token", s.token}, args...)
+	full := []string{"ctl", "--admin", s.scheme() + "://" + s.adminAddr, "--token", s.token}
+	if s.ca != nil {
+		full = append(full, "--ca", s.ca.CertFile)
+	}
+	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, facetBin, full...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("facet %s: %w; stderr: %s", strings.Join(full[5:], " "), err, stderr.String())
+		return out, fmt.Errorf("facet ctl %s: %w; stderr: %s", strings.Join(args, " "), err, stderr.String())
 	}
 	return out, nil
 }
