@@ -39,6 +39,7 @@ type Store interface {
 	GetTenant(ctx context.Context, name string) (meta.Tenant, error)
 	ListTenants(ctx context.Context) ([]meta.Tenant, error)
 	DeleteTenant(ctx context.Context, name string) error
+	SetTenantPlainNBD(ctx context.Context, name string, allow bool) (meta.Tenant, error)
 	CreateKey(ctx context.Context, tenant string) (meta.NewKey, error)
 	ListKeys(ctx context.Context, tenant string) ([]meta.KeyInfo, error)
 	RevokeKey(ctx context.Context, tenant, accessKey string) error
@@ -153,6 +154,7 @@ var routes = []route{
 	{http.MethodPost, "/tenants", (*handler).createTenant},
 	{http.MethodGet, "/tenants", (*handler).listTenants},
 	{http.MethodGet, "/tenants/{name}", (*handler).getTenant},
+	{http.MethodPatch, "/tenants/{name}", (*handler).setTenant},
 	{http.MethodDelete, "/tenants/{name}", (*handler).deleteTenant},
 	{http.MethodPost, "/tenants/{name}/keys", (*handler).createKey},
 	{http.MethodGet, "/tenants/{name}/keys", (*handler).listKeys},

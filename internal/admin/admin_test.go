@@ -330,7 +330,7 @@ func TestErrors(t *testing.T) {
 		{"unknown path", "GET", "/api/v1/nowhere", ``, 404, "NotFound"},
 		{"unknown subpath", "GET", "/api/v1/tenants/acme/volumes", ``, 404, "NotFound"},
 		{"wrong method", "PUT", "/api/v1/tenants", ``, 405, "MethodNotAllowed"},
-		{"wrong method item", "PATCH", "/api/v1/tenants/acme", ``, 405, "MethodNotAllowed"},
+		{"wrong method item", "PUT", "/api/v1/tenants/acme", ``, 405, "MethodNotAllowed"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,6 +26,16 @@ type Credentials struct {
 type Tenant struct {
 	Name    string    `json:"name"`
 	Created time.Time `json:"created"`
+	// AllowPlainNBD: NBD clients that skipped TLS may open the tenant's
+	// volumes (loopback only, on a server started with
+	// --nbd-allow-plain-loopback).
+	AllowPlainNBD bool `json:"allow_plain_nbd"`
+}
+
+// TenantSettings is the body of PATCH /tenants/{name}: the settings to
+// change; absent fields stay as they are.
+type TenantSettings struct {
+	AllowPlainNBD *bool `json:"allow_plain_nbd,omitempty"`
 }
 
 // Key describes an access key, never with its secret.
@@ -66,7 +76,9 @@ type Error struct {
 	Warnings []Diagnostic `json:"warnings,omitempty"`
 }
 
-func tenantOut(t meta.Tenant) Tenant { return Tenant{Name: t.Name, Created: t.Created} }
+func tenantOut(t meta.Tenant) Tenant {
+	return Tenant{Name: t.Name, Created: t.Created, AllowPlainNBD: t.AllowPlainNBD}
+}
 
 func credentialsOut(k meta.NewKey) Credentials {
 	return Credentials{Tenant: k.Tenant, AccessKey: k.AccessKey, SecretKey: k.SecretKey}
@@ -111,6 +123,24 @@ func (h *handler) listTenants(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handler) getTenant(w http.ResponseWriter, r *http.Request) error {
 	t, err := h.store.GetTenant(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, tenantOut(t))
+	return nil
+}
+
+func (h *handler) setTenant(w http.ResponseWriter, r *http.Request) error {
+	var req TenantSettings
+	if err := decodeBody(r, w, &req); err != nil {
+		return err
+	}
+	name := r.PathValue("name")
+	if req.AllowPlainNBD == nil {
+		// Nothing to change is a client's mistake, not a silent success.
+		return apiErr(http.StatusBadRequest, "InvalidArgument", "no setting given: want allow_plain_nbd")
+	}
+	t, err := h.store.SetTenantPlainNBD(r.Context(), name, *req.AllowPlainNBD)
 	if err != nil {
 		return err
 	}

@@ -104,6 +104,11 @@ func RunNBD(ctx context.Context, o NBDOptions) error {
 	if _, err := store.CreateTenant(ctx, "bench"); err != nil {
 		return err
 	}
+	// fio and nbdkit comparisons run in plain NBD on loopback (the bench
+	// measures the data path; its tls part measures TLS-PSK's cost).
+	if _, err := store.SetTenantPlainNBD(ctx, "bench", true); err != nil {
+		return err
+	}
 	if _, err := b.mgr.CreatePool(ctx, meta.Pool{Name: "seq", Dir: filepath.Join(o.Dir, "pool-seq"), Capacity: 64 << 30, SeqBW: 10e9, Usage: block.ClassSequential}); err != nil {
 		return err
 	}
@@ -114,7 +119,7 @@ func RunNBD(ctx context.Context, o NBDOptions) error {
 	b.addr = ln.Addr().String()
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	srv := nbd.New(nbd.Config{Exports: b.mgr, TLS: b.mgr.NBDTLS(nil)})
+	srv := nbd.New(nbd.Config{Exports: b.mgr, TLS: b.mgr.NBDTLS(nil), PlainAllowed: nbd.PlainLoopback})
 	go srv.Serve(sctx, ln)
 	go b.mgr.Run(sctx)
 

@@ -301,14 +301,49 @@ func (m *Manager) volumeKey(ctx context.Context, v meta.Volume) ([]byte, error) 
 	return key, nil
 }
 
-// allowed reports whether peer may use volume v: its owner over TLS, or
-// anyone the NBD server let in without TLS (loopback: the local
-// administrator).
-func allowed(v meta.Volume, peer nbd.Peer) bool {
+// allowed reports whether peer may use volume v: its owner over TLS, or a
+// peer the NBD server let in without TLS (loopback, with
+// --nbd-allow-plain-loopback) when v's tenant allows plain NBD
+// (plainOK).
+func allowed(v meta.Volume, peer nbd.Peer, plainOK func(tenant string) bool) bool {
 	if peer.TLS {
 		return peer.Identity == v.Tenant
 	}
-	return true
+	return plainOK(v.Tenant)
+}
+
+// plainTenants answers whether a tenant allows plain NBD, reading each
+// tenant once. It runs outside m.mu: the store may be remote.
+func (m *Manager) plainTenants(ctx context.Context) func(tenant string) bool {
+	seen := map[string]bool{}
+	return func(tenant string) bool {
+		ok, done := seen[tenant]
+		if !done {
+			t, err := m.cfg.Store.GetTenant(ctx, tenant)
+			if err != nil && !errors.Is(err, meta.ErrTenantNotFound) {
+				m.log.Warn("nbd: cannot read tenant's plain NBD setting; refusing plain access", "tenant", tenant, "err", err)
+			}
+			ok = err == nil && t.AllowPlainNBD
+			seen[tenant] = ok
+		}
+		return ok
+	}
+}
+
+// access decides whether peer may use the volume called name: the
+// volume, or the error NBD answers (ErrTLSRequired for a plain peer,
+// whether or not the name exists; ErrUnknown for a tenant over TLS).
+func (m *Manager) access(ctx context.Context, name string, peer nbd.Peer) (meta.Volume, error) {
+	m.mu.Lock()
+	v, ok := m.vols[name]
+	m.mu.Unlock()
+	if ok && allowed(v, peer, m.plainTenants(ctx)) {
+		return v, nil
+	}
+	if !peer.TLS {
+		return meta.Volume{}, nbd.ErrTLSRequired
+	}
+	return meta.Volume{}, nbd.ErrUnknown
 }
 
 func info(v meta.Volume) nbd.ExportInfo {
@@ -317,12 +352,17 @@ func info(v meta.Volume) nbd.ExportInfo {
 }
 
 // List implements nbd.Exports.
-func (m *Manager) List(_ context.Context, peer nbd.Peer) ([]nbd.ExportInfo, error) {
+func (m *Manager) List(ctx context.Context, peer nbd.Peer) ([]nbd.ExportInfo, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []nbd.ExportInfo
+	vols := make([]meta.Volume, 0, len(m.vols))
 	for _, name := range slices.Sorted(maps.Keys(m.vols)) {
-		if v := m.vols[name]; allowed(v, peer) {
+		vols = append(vols, m.vols[name])
+	}
+	m.mu.Unlock()
+	plainOK := m.plainTenants(ctx)
+	var out []nbd.ExportInfo
+	for _, v := range vols {
+		if allowed(v, peer, plainOK) {
 			out = append(out, info(v))
 		}
 	}
@@ -330,12 +370,10 @@ func (m *Manager) List(_ context.Context, peer nbd.Peer) ([]nbd.ExportInfo, erro
 }
 
 // Lookup implements nbd.Exports.
-func (m *Manager) Lookup(_ context.Context, name string, peer nbd.Peer) (nbd.ExportInfo, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.vols[name]
-	if !ok || !allowed(v, peer) {
-		return nbd.ExportInfo{}, nbd.ErrUnknown
+func (m *Manager) Lookup(ctx context.Context, name string, peer nbd.Peer) (nbd.ExportInfo, error) {
+	v, err := m.access(ctx, name, peer)
+	if err != nil {
+		return nbd.ExportInfo{}, err
 	}
 	return info(v), nil
 }
@@ -355,10 +393,16 @@ func (m *Manager) Open(ctx context.Context, name string, peer nbd.Peer) (nbd.Dev
 }
 
 func (m *Manager) open1(ctx context.Context, name string, peer nbd.Peer) (nbd.Device, nbd.ExportInfo, error) {
+	checked, err := m.access(ctx, name, peer)
+	if err != nil {
+		return nil, nbd.ExportInfo{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec, ok := m.vols[name]
-	if !ok || !allowed(rec, peer) {
+	// The volume may have been replaced since the check: only the one
+	// checked is opened.
+	if !ok || rec.ID != checked.ID {
 		return nil, nbd.ExportInfo{}, nbd.ErrUnknown
 	}
 	v := m.open[name]

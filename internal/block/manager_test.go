@@ -33,6 +33,11 @@ func testManager(t *testing.T, cfg Config) (*Manager, *meta.Store) {
 			t.Fatal(err)
 		}
 	}
+	// acme's volumes take plain loopback peers (the tests open them as
+	// the local administrator); bob's do not.
+	if _, err := store.SetTenantPlainNBD(ctx, "acme", true); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := m.CreatePool(ctx, meta.Pool{Name: "p", Dir: t.TempDir(), Capacity: 1 << 30, Usage: ClassBestEffort}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +68,29 @@ func TestExportsOwnerOnly(t *testing.T) {
 	}
 	d2, _, err := m.Open(ctx, "av", local)
 	if err != nil {
-		t.Fatalf("loopback administrator: %v", err)
+		t.Fatalf("plain peer, tenant allows plain NBD: %v", err)
+	}
+	// bob does not allow plain NBD: a plain peer gets "TLS required" for
+	// bob's volume and for a name that does not exist alike.
+	if _, err := m.CreateVolume(ctx, meta.Volume{Name: "bv", Tenant: "bob", Size: 1 << 20, Class: ClassBestEffort}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"bv", "nosuch"} {
+		if _, _, err := m.Open(ctx, name, local); !errors.Is(err, nbd.ErrTLSRequired) {
+			t.Fatalf("plain open of %s: %v, want ErrTLSRequired", name, err)
+		}
+		if _, err := m.Lookup(ctx, name, local); !errors.Is(err, nbd.ErrTLSRequired) {
+			t.Fatalf("plain lookup of %s: %v, want ErrTLSRequired", name, err)
+		}
+	}
+	if l, _ := m.List(ctx, local); len(l) != 1 || l[0].Name != "av" {
+		t.Fatalf("plain peer lists %v, want av only", l)
+	}
+	if _, err := m.Lookup(ctx, "bv", nbd.Peer{TLS: true, Identity: "bob"}); err != nil {
+		t.Fatalf("bob over TLS: %v", err)
+	}
+	if err := m.DeleteVolume(ctx, "bv"); err != nil {
+		t.Fatal(err)
 	}
 	if err := m.DeleteVolume(ctx, "av"); !errors.Is(err, ErrVolumeBusy) {
 		t.Fatalf("delete while open: %v", err)
@@ -193,6 +220,9 @@ func TestDefaultPool(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	if _, err := store.CreateTenant(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.SetTenantPlainNBD(ctx, "acme", true); err != nil { // opened plain below
 		t.Fatal(err)
 	}
 	dir := t.TempDir() + "/pool"

@@ -15,8 +15,8 @@ const DefaultNBDAddr = "127.0.0.1:10809"
 
 // addBlockFlags declares the block stage's flags on serve and block.
 func addBlockFlags(f *pflag.FlagSet, bo *server.BlockOptions) {
-	f.StringVar(&bo.Addr, "nbd-addr", DefaultNBDAddr, "NBD listen address for block volumes (\"off\": no block stage); plain NBD is accepted from loopback only, others must STARTTLS")
-	f.BoolVar(&bo.RequireTLS, "nbd-require-tls", false, "refuse plain NBD from loopback too (plain loopback clients see every volume, as the local administrator)")
+	f.StringVar(&bo.Addr, "nbd-addr", DefaultNBDAddr, "NBD listen address for block volumes (\"off\": no block stage); every client must STARTTLS (TLS-PSK) unless --nbd-allow-plain-loopback")
+	f.BoolVar(&bo.AllowPlainLoopback, "nbd-allow-plain-loopback", false, "accept plain NBD from loopback, for the volumes of tenants that allow it (facet ctl tenant set NAME --allow-plain-nbd); a local port forwarder makes any client look local")
 	f.StringVar(&bo.TLSDir, "nbd-tls-dir", "", "NBD client-certificate mode's directory (CA, server certificate; empty: DATA/nbd-tls, created on first start); tenants' TLS-PSK keys, the default, live in the metadata store (facet ctl volume client-psk)")
 }
 

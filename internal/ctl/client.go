@@ -188,6 +188,12 @@ func (c *client) getTenant(ctx context.Context, name string) (admin.Tenant, erro
 	return out, err
 }
 
+func (c *client) setTenant(ctx context.Context, name string, set admin.TenantSettings) (admin.Tenant, error) {
+	var out admin.Tenant
+	err := c.do(ctx, http.MethodPatch, "/tenants/"+seg(name), set, &out)
+	return out, err
+}
+
 func (c *client) deleteTenant(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodDelete, "/tenants/"+seg(name), nil, nil)
 }

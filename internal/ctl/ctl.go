@@ -6,9 +6,11 @@ package ctl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -118,7 +120,7 @@ func (o *options) tenantKeys(cmd *cobra.Command) *tenantKeys {
 
 func (o *options) tenantCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "tenant", Short: "Create, list, show and delete tenants; show their usage", Args: cobra.NoArgs}
-	cmd.AddCommand(o.usageCommand())
+	cmd.AddCommand(o.usageCommand(), o.tenantSetCommand())
 	cmd.AddCommand(
 		&cobra.Command{
 			Use:   "create NAME",
@@ -157,7 +159,7 @@ func (o *options) tenantCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return p.print(t, []string{"NAME", "CREATED"}, [][]string{{t.Name, stamp(t.Created)}})
+				return p.print(t, []string{"NAME", "CREATED", "PLAIN NBD"}, [][]string{{t.Name, stamp(t.Created), strconv.FormatBool(t.AllowPlainNBD)}})
 			}),
 		},
 		&cobra.Command{
@@ -173,6 +175,33 @@ func (o *options) tenantCommand() *cobra.Command {
 			}),
 		},
 	)
+	return cmd
+}
+
+// tenantSetCommand changes a tenant's settings; only the flags given
+// change.
+func (o *options) tenantSetCommand() *cobra.Command {
+	var plainNBD bool
+	cmd := &cobra.Command{
+		Use:   "set NAME",
+		Short: "Change a tenant's settings (--allow-plain-nbd[=false])",
+		Args:  cobra.ExactArgs(1),
+	}
+	cmd.Flags().BoolVar(&plainNBD, "allow-plain-nbd", false,
+		"let NBD clients that skip TLS open the tenant's volumes (loopback only, on a server started with --nbd-allow-plain-loopback)")
+	cmd.RunE = o.run(func(ctx context.Context, c *client, p *printer, args []string) error {
+		var set admin.TenantSettings
+		if cmd.Flags().Changed("allow-plain-nbd") {
+			set.AllowPlainNBD = &plainNBD
+		} else {
+			return errors.New("nothing to set: give --allow-plain-nbd or --allow-plain-nbd=false")
+		}
+		t, err := c.setTenant(ctx, args[0], set)
+		if err != nil {
+			return err
+		}
+		return p.print(t, []string{"NAME", "CREATED", "PLAIN NBD"}, [][]string{{t.Name, stamp(t.Created), strconv.FormatBool(t.AllowPlainNBD)}})
+	})
 	return cmd
 }
 

@@ -58,6 +58,10 @@ var (
 type Tenant struct {
 	Name    string
 	Created time.Time
+	// AllowPlainNBD lets NBD clients that skipped TLS open this tenant's
+	// volumes, on a server started with --nbd-allow-plain-loopback and
+	// from loopback only; otherwise they must authenticate (TLS-PSK).
+	AllowPlainNBD bool
 }
 
 // KeyInfo describes an access key without its secret.
@@ -179,9 +183,14 @@ const recordVersion = 1
 type versioned interface{ version() int }
 
 type tenantRecord struct {
-	V       int       `json:"v"`
-	Name    string    `json:"name"`
-	Created time.Time `json:"created"`
+	V             int       `json:"v"`
+	Name          string    `json:"name"`
+	Created       time.Time `json:"created"`
+	AllowPlainNBD bool      `json:"allow_plain_nbd,omitempty"`
+}
+
+func (r tenantRecord) tenant() Tenant {
+	return Tenant{Name: r.Name, Created: r.Created, AllowPlainNBD: r.AllowPlainNBD}
 }
 
 type keyRecord struct {

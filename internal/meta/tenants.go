@@ -74,7 +74,7 @@ func (s *Store) createTenantTx(tx kvTx, name string) (Tenant, error) {
 	if _, err := s.addDataKeyTx(tx, name); err != nil {
 		return Tenant{}, err
 	}
-	return Tenant{Name: rec.Name, Created: rec.Created}, nil
+	return rec.tenant(), nil
 }
 
 // requireTenant fails with ErrTenantNotFound unless the tenant exists.
@@ -87,7 +87,7 @@ func requireTenant(tx kvTx, name string) (Tenant, error) {
 	if !ok {
 		return Tenant{}, fmt.Errorf("%w: %q", ErrTenantNotFound, name)
 	}
-	return Tenant{Name: rec.Name, Created: rec.Created}, nil
+	return rec.tenant(), nil
 }
 
 // GetTenant returns one tenant or ErrTenantNotFound.
@@ -114,7 +114,7 @@ func (s *Store) ListTenants(ctx context.Context) ([]Tenant, error) {
 			if err := decodeRecord(val, &rec); err != nil {
 				return fmt.Errorf("%s/%q: %w", tblTenants, key, err)
 			}
-			out = append(out, Tenant{Name: rec.Name, Created: rec.Created})
+			out = append(out, rec.tenant())
 			return nil
 		})
 	})
@@ -181,4 +181,28 @@ func (s *Store) DeleteTenant(ctx context.Context, name string) error {
 	}
 	s.log.Info("tenant deleted", "tenant", name, "keys_revoked", len(revoked))
 	return nil
+}
+
+// SetTenantPlainNBD sets whether the tenant's volumes may be opened by NBD
+// clients that skipped TLS (Tenant.AllowPlainNBD).
+func (s *Store) SetTenantPlainNBD(ctx context.Context, name string, allow bool) (Tenant, error) {
+	var t Tenant
+	err := s.kv.update(ctx, func(tx kvTx) error {
+		var rec tenantRecord
+		ok, err := getRecord(tx, tblTenants, name, &rec)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %q", ErrTenantNotFound, name)
+		}
+		rec.AllowPlainNBD = allow
+		t = rec.tenant()
+		return putRecord(tx, tblTenants, name, &rec)
+	})
+	if err != nil {
+		return Tenant{}, fmt.Errorf("meta: set tenant: %w", err)
+	}
+	s.log.Info("tenant plain NBD set", "tenant", name, "allow_plain_nbd", allow)
+	return t, nil
 }

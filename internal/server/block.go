@@ -32,9 +32,12 @@ type BlockOptions struct {
 	TLSDir string
 	// Ready, when set, is called with the NBD address once it listens.
 	Ready func(addr string)
-	// RequireTLS refuses plain NBD from loopback too: every connection
-	// then authenticates as a tenant.
-	RequireTLS bool
+	// AllowPlainLoopback lets NBD clients on loopback skip TLS, for the
+	// volumes of tenants that allow it (meta.Tenant.AllowPlainNBD).
+	// Off, the default: every client authenticates as a tenant (TLS-PSK
+	// or a client certificate), since a local port forwarder makes any
+	// remote client look local.
+	AllowPlainLoopback bool
 	// Optional lets the server run without the block stage when Addr
 	// cannot be bound (the default address, taken by another server on
 	// the machine); an address asked for explicitly must be bound.
@@ -99,7 +102,10 @@ func (s *Server) newBlock(ctx context.Context, store *meta.Store, policies block
 			return nil, fmt.Errorf("block metrics: %w", err)
 		}
 	}
-	plain := func(p nbd.Peer) bool { return p.Loopback && !bo.RequireTLS }
+	plain := func(nbd.Peer) bool { return false }
+	if bo.AllowPlainLoopback {
+		plain = nbd.PlainLoopback
+	}
 	// STARTTLS: tenants' pre-shared keys (TLS 1.3 PSK), and the CA's
 	// client certificates for clients that offer no PSK.
 	srv := nbd.New(nbd.Config{Exports: mgr, TLS: mgr.NBDTLS(tlsCfg), Logger: log, PlainAllowed: plain})
@@ -124,7 +130,8 @@ func (s *Server) newBlock(ctx context.Context, store *meta.Store, policies block
 		return nil
 	})
 	s.readyHooks = append(s.readyHooks, func() {
-		log.Info("nbd listening", "addr", ln.Addr().String(), "tls", "psk", "client_certificates", tlsCfg != nil)
+		log.Info("nbd listening", "addr", ln.Addr().String(), "tls", "psk", "client_certificates", tlsCfg != nil,
+			"plain_loopback", bo.AllowPlainLoopback)
 		if bo.Ready != nil {
 			bo.Ready(ln.Addr().String())
 		}

@@ -18,7 +18,8 @@ func TestNBDBlockStandalone(t *testing.T) {
 	for attempt := 0; attempt < 3 && srv == nil; attempt++ {
 		s := &server{t: t, dataDir: data, adminAddr: freeAddr(t), token: token, done: make(chan struct{})}
 		nbdAddr := freeAddr(t)
-		err := s.launch([]string{"block", "--data", data, "--admin-addr", s.adminAddr, "--admin-token", token, "--nbd-addr", nbdAddr}, nil)
+		err := s.launch([]string{"block", "--data", data, "--admin-addr", s.adminAddr, "--admin-token", token, "--nbd-addr", nbdAddr,
+			"--nbd-allow-plain-loopback"}, nil) // plain clients below: the test is about the block stage alone
 		if err == nil {
 			srv = &blockServer{server: s, nbdAddr: nbdAddr}
 		} else if !strings.Contains(err.Error(), "address already in use") {
@@ -28,8 +29,8 @@ func TestNBDBlockStandalone(t *testing.T) {
 	if srv == nil {
 		t.Fatal("facet block: no free port after 3 attempts")
 	}
-	srv.createTenant(t, "acme")
-	srv.createTenant(t, "bob")
+	srv.createPlainTenant(t, "acme")
+	srv.createPlainTenant(t, "bob")
 	pool := filepath.Join(data, "pool-a")
 	srv.mustCtl(t, "pool", "create", "a", "--dir", pool, "--capacity", "1GiB", "--usage", "random", "--iops", "10000")
 	srv.mustCtl(t, "pool", "create", "b", "--dir", filepath.Join(data, "pool-b"), "--capacity", "1GiB", "--usage", "random", "--iops", "10000")

@@ -65,7 +65,7 @@ func (ex volumeExplanation) filterNames() string {
 func TestNBDVolumeExplainAndTriggers(t *testing.T) {
 	data := t.TempDir()
 	srv := startBlockServer(t, data, "e2e-admin-"+randHex(16))
-	srv.createTenant(t, "acme")
+	srv.createPlainTenant(t, "acme")
 	srv.mustCtl(t, "pool", "create", "p", "--dir", filepath.Join(data, "pool"), "--capacity", "1GiB", "--usage", "best-effort")
 	for _, v := range []string{"sv", "dv"} {
 		srv.mustCtl(t, "volume", "create", v, "--tenant", "acme", "--size", "64MiB", "--class", "best-effort")

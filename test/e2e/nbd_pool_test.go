@@ -14,7 +14,7 @@ import (
 func TestNBDDefaultPool(t *testing.T) {
 	data := t.TempDir()
 	srv := startBlockServer(t, data, "e2e-admin-"+randHex(16))
-	srv.createTenant(t, "acme")
+	srv.createPlainTenant(t, "acme")
 	type pool struct {
 		Name     string   `json:"name"`
 		Dir      string   `json:"dir"`

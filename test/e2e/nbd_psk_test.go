@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,14 +16,15 @@ import (
 // PSK to the real GnuTLS clients (qemu-img/qemu-io's tls-creds-psk,
 // nbdinfo/nbdcopy's tls-psk-file) holding the owner's key. Another
 // tenant's key, a wrong key for the owner's name, a revoked key and a
-// TLS 1.2-only client are refused; plain NBD works on loopback, and a
-// server that treats every peer as remote (--nbd-require-tls, the
-// non-loopback rule applied to loopback) refuses a client that skips TLS.
+// TLS 1.2-only client are refused; plain NBD works on loopback for a
+// tenant that allows it on a server started with
+// --nbd-allow-plain-loopback, and after a restart with the default
+// (TLS required) a client that skips TLS is refused.
 func TestNBDPSK(t *testing.T) {
 	data := t.TempDir()
 	token := "e2e-admin-" + randHex(16)
 	srv := startBlockServer(t, data, token)
-	srv.createTenant(t, "acme")
+	srv.createPlainTenant(t, "acme")
 	srv.createTenant(t, "bob")
 	srv.mustCtl(t, "pool", "create", "p", "--dir", filepath.Join(data, "pool"), "--capacity", "1GiB", "--usage", "best-effort")
 	srv.mustCtl(t, "volume", "create", "acme-vol", "--tenant", "acme", "--size", "32MiB", "--class", "best-effort")
@@ -146,8 +148,8 @@ func TestNBDPSK(t *testing.T) {
 		run(t, "nbdinfo", nbds("bob", "bob-vol", bob2))
 	})
 
-	// Every peer treated as remote: plain is refused, PSK works, and the
-	// data written over PSK before the restart is there.
+	// The default server: plain is refused, PSK works, and the data
+	// written over PSK before the restart is there.
 	nbdAddr := restartRequiringTLS(t, srv, data, token, "acme-vol")
 	_, port2, _ := strings.Cut(nbdAddr, ":")
 	q := qemuPSK(acmeDir, "acme", "acme-vol", "", port2)
@@ -155,20 +157,127 @@ func TestNBDPSK(t *testing.T) {
 }
 
 // restartRequiringTLS stops srv and starts `facet serve` again on its
-// data with --nbd-require-tls, which applies the rule for non-loopback
-// peers to loopback ones, and checks that a plain client is refused the
-// volume. It returns the new NBD address.
+// data without --nbd-allow-plain-loopback (the default: every client
+// must STARTTLS), and checks that a plain client is refused the volume
+// with the protocol's "TLS required" although its tenant allows plain
+// NBD. It returns the new NBD address.
 func restartRequiringTLS(t *testing.T, srv *blockServer, data, token, volume string) string {
 	t.Helper()
 	srv.terminate(30 * time.Second)
 	s2 := &server{t: t, dataDir: data, s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: token, done: make(chan struct{})}
 	nbdAddr := freeAddr(t)
 	if err := s2.launch([]string{"serve", "--data", data, "--s3-addr", s2.s3Addr, "--admin-addr", s2.adminAddr,
-		"--admin-token", token, "--nbd-addr", nbdAddr, "--nbd-require-tls"}, nil); err != nil {
+		"--admin-token", token, "--nbd-addr", nbdAddr}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := runErr("nbdinfo", "nbd://"+nbdAddr+"/"+volume); err == nil || !strings.Contains(out, "TLS") {
-		t.Fatalf("plain client where TLS is required: %v\n%s", err, out)
-	}
+	refusedPlain(t, "nbd://"+nbdAddr+"/"+volume)
 	return nbdAddr
+}
+
+// refusedPlain checks that nbdinfo and qemu-img, in plain NBD, are
+// refused uri with the server's "TLS required" (NBD_REP_ERR_TLS_REQD,
+// which libnbd reports as "server requires TLS" and qemu as "TLS").
+func refusedPlain(t *testing.T, uri string) {
+	t.Helper()
+	if out, err := runErr("nbdinfo", uri); err == nil || !strings.Contains(out, "TLS") {
+		t.Fatalf("nbdinfo %s in plain NBD: %v, want a TLS-required refusal\n%s", uri, err, out)
+	}
+	if out, err := runErr("qemu-img", "info", "-f", "raw", uri); err == nil || !strings.Contains(out, "TLS") {
+		t.Fatalf("qemu-img info %s in plain NBD: %v, want a TLS-required refusal\n%s", uri, err, out)
+	}
+}
+
+// TestNBDPlainRefused: by default every NBD client must authenticate.
+// A plain client from loopback is refused with the protocol's "TLS
+// required" (nbdinfo, qemu-img), even for a tenant that allows plain
+// NBD; the owner's PSK works (qemu-img, nbdcopy both ways). With
+// --nbd-allow-plain-loopback, plain works only for the volumes of a
+// tenant that allows it, is refused again when the tenant withdraws it,
+// and another tenant's volume stays refused, in plain and with the
+// other tenant's key.
+func TestNBDPlainRefused(t *testing.T) {
+	data := t.TempDir()
+	token := "e2e-admin-" + randHex(16)
+	srv := startBlockServerWith(t, data, token) // the default: TLS required
+	srv.createTenant(t, "acme")
+	srv.createTenant(t, "bob")
+	srv.mustCtl(t, "pool", "create", "p", "--dir", filepath.Join(data, "pool"), "--capacity", "1GiB", "--usage", "best-effort")
+	srv.mustCtl(t, "volume", "create", "acme-vol", "--tenant", "acme", "--size", "16MiB", "--class", "best-effort")
+	srv.mustCtl(t, "volume", "create", "bob-vol", "--tenant", "bob", "--size", "16MiB", "--class", "best-effort")
+	keys := t.TempDir()
+	acme, bob := filepath.Join(keys, "acme.psk"), filepath.Join(keys, "bob.psk")
+	srv.mustCtl(t, "volume", "client-psk", "acme", "--file", acme)
+	srv.mustCtl(t, "volume", "client-psk", "bob", "--file", bob)
+
+	refusedPlain(t, srv.uri("acme-vol"))
+	// LIST gets NBD_REP_ERR_TLS_REQD too, which libnbd reports as
+	// "Operation not supported".
+	if out, err := runErr("nbdinfo", "--list", "nbd://"+srv.nbdAddr); err == nil || strings.Contains(out, "acme-vol") {
+		t.Fatalf("plain listing: %v\n%s", err, out)
+	}
+	// The tenant's setting alone does not open plain NBD.
+	srv.mustCtl(t, "tenant", "set", "acme", "--allow-plain-nbd")
+	refusedPlain(t, srv.uri("acme-vol"))
+
+	// The owner's PSK: qemu-img (DIR/keys.psk) and nbdcopy in and out.
+	qdir := t.TempDir()
+	b, err := os.ReadFile(acme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(qdir, "keys.psk"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := strings.Cut(srv.nbdAddr, ":")
+	if out := run(t, "qemu-img", "info", "--object", "tls-creds-psk,id=tls0,endpoint=client,dir="+qdir+",username=acme",
+		"--image-opts", "driver=nbd,host="+host+",port="+port+",export=acme-vol,tls-creds=tls0"); !strings.Contains(out, "16 MiB") {
+		t.Fatalf("qemu-img info over PSK:\n%s", out)
+	}
+	psk := func(user, vol, file string) string {
+		return "nbds://" + user + "@" + srv.nbdAddr + "/" + vol + "?tls-psk-file=" + file
+	}
+	src, back := filepath.Join(t.TempDir(), "src"), filepath.Join(t.TempDir(), "back")
+	img := make([]byte, 16<<20)
+	rand.Read(img)
+	if err := os.WriteFile(src, img, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "nbdcopy", "--flush", src, psk("acme", "acme-vol", acme))
+	run(t, "nbdcopy", psk("acme", "acme-vol", acme), back)
+	if got, err := os.ReadFile(back); err != nil || !bytes.Equal(got, img) {
+		t.Fatalf("nbdcopy round trip over PSK: %v", err)
+	}
+	// Another tenant's key does not open acme's volume.
+	if out, err := runErr("nbdinfo", psk("bob", "acme-vol", bob)); err == nil {
+		t.Fatalf("bob's key opened acme-vol:\n%s", out)
+	}
+
+	// With the flag: plain for acme (who allows it), not for bob, nor
+	// for a name that does not exist.
+	srv.terminate(30 * time.Second)
+	srv = startBlockServerWith(t, data, token, "--nbd-allow-plain-loopback")
+	if out := run(t, "nbdinfo", srv.uri("acme-vol")); !strings.Contains(out, "export-size: 16777216") {
+		t.Fatalf("plain nbdinfo for a tenant that allows it:\n%s", out)
+	}
+	run(t, "qemu-img", "compare", "-f", "raw", "-F", "raw", src, srv.uri("acme-vol"))
+	refusedPlain(t, srv.uri("bob-vol"))
+	refusedPlain(t, srv.uri("nosuch"))
+	if out := run(t, "nbdinfo", "--list", "nbd://"+srv.nbdAddr); !strings.Contains(out, "acme-vol") || strings.Contains(out, "bob-vol") {
+		t.Fatalf("plain listing shows other than the allowing tenant's volumes:\n%s", out)
+	}
+	// Withdrawn: refused at once.
+	srv.mustCtl(t, "tenant", "set", "acme", "--allow-plain-nbd=false")
+	refusedPlain(t, srv.uri("acme-vol"))
+	var tn struct {
+		AllowPlainNBD bool `json:"allow_plain_nbd"`
+	}
+	if err := json.Unmarshal(srv.mustCtl(t, "tenant", "get", "acme", "-o", "json"), &tn); err != nil || tn.AllowPlainNBD {
+		t.Fatalf("tenant get after withdrawing: %+v %v", tn, err)
+	}
+	if _, err := srv.ctl(t, "tenant", "set", "acme"); err == nil {
+		t.Error("tenant set with no setting succeeded")
+	}
+	if _, err := srv.ctl(t, "tenant", "set", "nobody", "--allow-plain-nbd"); err == nil {
+		t.Error("tenant set on a tenant that does not exist succeeded")
+	}
 }

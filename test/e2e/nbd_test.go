@@ -26,7 +26,17 @@ type blockServer struct {
 	nbdAddr string
 }
 
+// startBlockServer starts a server that accepts plain NBD from loopback
+// (--nbd-allow-plain-loopback) for tenants that allow it
+// (createPlainTenant): the tests using it are about volumes, filters
+// and clients, not NBD authentication, which TestNBDPlainRefused covers
+// with the default server (startBlockServerWith and no flag).
 func startBlockServer(t *testing.T, dataDir, token string) *blockServer {
+	t.Helper()
+	return startBlockServerWith(t, dataDir, token, "--nbd-allow-plain-loopback")
+}
+
+func startBlockServerWith(t *testing.T, dataDir, token string, extra ...string) *blockServer {
 	t.Helper()
 	for _, tool := range []string{"qemu-img", "qemu-io", "nbdinfo", "nbdcopy", "fio"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -37,8 +47,8 @@ func startBlockServer(t *testing.T, dataDir, token string) *blockServer {
 	for attempt := 0; attempt < 3; attempt++ {
 		s := &server{t: t, dataDir: dataDir, s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: token, done: make(chan struct{})}
 		nbdAddr := freeAddr(t)
-		err := s.launch([]string{"serve", "--data", dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr,
-			"--admin-token", token, "--nbd-addr", nbdAddr}, nil)
+		err := s.launch(append([]string{"serve", "--data", dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr,
+			"--admin-token", token, "--nbd-addr", nbdAddr}, extra...), nil)
 		if err == nil {
 			return &blockServer{server: s, nbdAddr: nbdAddr}
 		}
@@ -52,6 +62,16 @@ func startBlockServer(t *testing.T, dataDir, token string) *blockServer {
 }
 
 func (s *blockServer) uri(volume string) string { return "nbd://" + s.nbdAddr + "/" + volume }
+
+// createPlainTenant creates a tenant whose volumes plain loopback clients
+// may open (facet ctl tenant set NAME --allow-plain-nbd), for tests that
+// use plain nbd:// URIs because they are about something else.
+func (s *blockServer) createPlainTenant(t *testing.T, name string) creds {
+	t.Helper()
+	c := s.createTenant(t, name)
+	s.mustCtl(t, "tenant", "set", name, "--allow-plain-nbd")
+	return c
+}
 
 func (s *blockServer) mustCtl(t *testing.T, args ...string) []byte {
 	t.Helper()
@@ -134,7 +154,7 @@ func TestNBDClients(t *testing.T) {
 	data := t.TempDir()
 	srv := startBlockServer(t, data, "e2e-admin-"+randHex(16))
 	pool := filepath.Join(data, "pool-ssd")
-	srv.createTenant(t, "acme")
+	srv.createPlainTenant(t, "acme")
 	srv.mustCtl(t, "pool", "create", "ssd", "--dir", pool, "--capacity", "4GiB", "--usage", "random", "--iops", "100000")
 	for _, v := range []string{"plain", "xor", "stack", "enc"} {
 		srv.mustCtl(t, "volume", "create", v, "--tenant", "acme", "--size", "64MiB", "--class", "random", "--iops", "1000")
@@ -329,13 +349,13 @@ func httpGetAuth(t *testing.T, url, token string) (int, string, []byte) {
 }
 
 // TestNBDTLS: a volume is exported over TLS to its owner's certificate
-// only; another tenant's certificate does not see it, and with
-// --nbd-require-tls a plain loopback client is refused.
+// only; another tenant's certificate does not see it, and without
+// --nbd-allow-plain-loopback a plain loopback client is refused.
 func TestNBDTLS(t *testing.T) {
 	data := t.TempDir()
 	token := "e2e-admin-" + randHex(16)
 	srv := startBlockServer(t, data, token)
-	srv.createTenant(t, "acme")
+	srv.createPlainTenant(t, "acme")
 	srv.createTenant(t, "bob")
 	srv.mustCtl(t, "pool", "create", "p", "--dir", filepath.Join(data, "pool"), "--capacity", "1GiB", "--usage", "best-effort")
 	srv.mustCtl(t, "volume", "create", "acme-vol", "--tenant", "acme", "--size", "16MiB", "--class", "best-effort")
@@ -368,7 +388,8 @@ func TestNBDTLS(t *testing.T) {
 		t.Fatalf("qemu-img with another tenant's certificate:\n%s", out)
 	}
 
-	// A server that requires TLS refuses plain NBD even from loopback.
+	// The default server (TLS required) refuses plain NBD even from
+	// loopback.
 	nbdAddr := restartRequiringTLS(t, srv, data, token, "acme-vol")
 	if out := run(t, "nbdinfo", "nbds://"+nbdAddr+"/acme-vol?tls-certificates="+acme); !strings.Contains(out, "with TLS") {
 		t.Fatalf("owner over TLS after restart:\n%s", out)
@@ -384,7 +405,7 @@ func TestNBDCrash(t *testing.T) {
 	data := t.TempDir()
 	token := "e2e-admin-" + randHex(16)
 	srv := startBlockServer(t, data, token)
-	srv.createTenant(t, "acme")
+	srv.createPlainTenant(t, "acme")
 	srv.mustCtl(t, "pool", "create", "p", "--dir", filepath.Join(data, "pool"), "--capacity", "1GiB", "--usage", "sequential", "--seq-bw", "100MB/s")
 	srv.mustCtl(t, "volume", "create", "v", "--tenant", "acme", "--size", "64MiB", "--class", "sequential", "--seq-bw", "10MB/s")
 	srv.mustCtl(t, "volume", "create", "vx", "--tenant", "acme", "--size", "64MiB", "--class", "sequential", "--seq-bw", "10MB/s")
@@ -433,7 +454,7 @@ func TestNBDCrash(t *testing.T) {
 func TestNBDPlacement(t *testing.T) {
 	data := t.TempDir()
 	srv := startBlockServer(t, data, "e2e-admin-"+randHex(16))
-	srv.createTenant(t, "acme")
+	srv.createPlainTenant(t, "acme")
 	for _, p := range [][]string{
 		{"hdd1", "--usage", "sequential", "--capacity", "100GiB", "--seq-bw", "200MB/s"},
 		{"hdd2", "--usage", "sequential", "--capacity", "100GiB", "--seq-bw", "200MB/s"},

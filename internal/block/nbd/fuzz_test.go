@@ -40,7 +40,7 @@ func FuzzHandshake(f *testing.F) {
 	f.Add(append(append([]byte{}, go1...), req(cmdWrite, 0, 0xffffffff)...))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		exp := &memExports{dev: &memDevice{data: make([]byte, 64<<10)}, owner: "acme"}
-		s := New(Config{Exports: exp, HandshakeTimeout: time.Second})
+		s := New(Config{Exports: exp, PlainAllowed: PlainLoopback, HandshakeTimeout: time.Second})
 		a, b := net.Pipe()
 		done := make(chan struct{})
 		go func() {

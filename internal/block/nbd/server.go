@@ -21,6 +21,11 @@ var (
 	// ErrDenied: the export exists but policy refuses it here
 	// (NBD_REP_ERR_POLICY).
 	ErrDenied = errors.New("nbd: access denied")
+	// ErrTLSRequired: the peer skipped TLS and this export is not served
+	// in plain (NBD_REP_ERR_TLS_REQD, the protocol's "selective TLS").
+	// An Exports answers it for unknown names too, so that a plain peer
+	// cannot tell which names exist.
+	ErrTLSRequired = errors.New("nbd: TLS required for this export")
 )
 
 // Errno is an error carrying an NBD error code, returned by a Device to
@@ -100,8 +105,9 @@ type Config struct {
 	// TLS enables STARTTLS; the identity it authenticates becomes
 	// Peer.Identity.
 	TLS TLS
-	// PlainAllowed reports whether a peer may skip TLS; nil allows
-	// loopback peers only.
+	// PlainAllowed reports whether a peer may skip TLS; nil allows no
+	// one (every option but STARTTLS and ABORT gets
+	// NBD_REP_ERR_TLS_REQD). PlainLoopback allows loopback peers.
 	PlainAllowed func(Peer) bool
 	Logger       *slog.Logger
 	// MaxInFlight bounds the requests one connection has in progress
@@ -142,7 +148,7 @@ func New(cfg Config) *Server {
 		cfg.HandshakeTimeout = 30 * time.Second
 	}
 	if cfg.PlainAllowed == nil {
-		cfg.PlainAllowed = func(p Peer) bool { return p.Loopback }
+		cfg.PlainAllowed = func(Peer) bool { return false }
 	}
 	return &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}}
 }
@@ -221,6 +227,11 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 		s.log.Info("nbd connection ended", "export", info.Name, "peer", c.peer.addr(), "err", err)
 	}
 }
+
+// PlainLoopback lets loopback peers skip TLS (Config.PlainAllowed). A
+// local port forwarder makes any client look local, so Facet uses it only
+// when the operator asks (--nbd-allow-plain-loopback).
+func PlainLoopback(p Peer) bool { return p.Loopback }
 
 func peerOf(nc net.Conn) Peer {
 	p := Peer{Addr: nc.RemoteAddr()}
@@ -401,6 +412,8 @@ func (c *conn) infoOrGo(ctx context.Context, code uint32, data []byte) (Device, 
 		rep, msg := uint32(repErrUnknown), "unknown export"
 		if errors.Is(err, ErrDenied) {
 			rep, msg = repErrPolicy, "export not available to this peer"
+		} else if errors.Is(err, ErrTLSRequired) {
+			rep, msg = repErrTLSReqd, "TLS is required for this export: use STARTTLS"
 		} else if !errors.Is(err, ErrUnknown) {
 			// "The requested export is not available" (UNKNOWN) rather
 			// than SHUTDOWN, which clients report as the server going

@@ -247,6 +247,11 @@ func serveTest(t *testing.T, cfg Config) (*client, *memExports) {
 	if cfg.Exports == nil {
 		cfg.Exports = exp
 	}
+	if cfg.PlainAllowed == nil {
+		// net.Pipe counts as loopback: these tests are about the
+		// protocol, not about TLS.
+		cfg.PlainAllowed = PlainLoopback
+	}
 	s := New(cfg)
 	a, b := net.Pipe()
 	done := make(chan struct{})
@@ -346,6 +351,38 @@ func TestTLSRequiredForRemotePeers(t *testing.T) {
 	}
 }
 
+// TestTLSRequiredByExport: a peer allowed to skip TLS may still be
+// refused an export; INFO and GO then answer NBD_REP_ERR_TLS_REQD (the
+// protocol's selective TLS), not "unknown".
+func TestTLSRequiredByExport(t *testing.T) {
+	exp := tlsOnly{&memExports{dev: &memDevice{data: make([]byte, 1<<20)}, owner: "acme"}}
+	c, _ := serveTest(t, Config{Exports: exp})
+	c.hello(flagFixedNewstyle | flagNoZeroes)
+	for _, opt := range []uint32{optInfo, optGo} {
+		c.option(opt, infoData("disk"))
+		if typ, _ := c.reply(opt); typ != repErrTLSReqd {
+			t.Fatalf("option %d on a TLS-only export without TLS: %d", opt, typ)
+		}
+	}
+}
+
+// tlsOnly refuses every export to a peer without TLS.
+type tlsOnly struct{ *memExports }
+
+func (e tlsOnly) Lookup(ctx context.Context, name string, p Peer) (ExportInfo, error) {
+	if !p.TLS {
+		return ExportInfo{}, ErrTLSRequired
+	}
+	return e.memExports.Lookup(ctx, name, p)
+}
+
+func (e tlsOnly) Open(ctx context.Context, name string, p Peer) (Device, ExportInfo, error) {
+	if !p.TLS {
+		return nil, ExportInfo{}, ErrTLSRequired
+	}
+	return e.memExports.Open(ctx, name, p)
+}
+
 func TestTransmission(t *testing.T) {
 	c, exp := serveTest(t, Config{})
 	exp.dev.slow, exp.dev.slowOff = make(chan struct{}), 4096
@@ -439,10 +476,14 @@ type addrConn struct {
 
 func (c addrConn) RemoteAddr() net.Addr { return c.remote }
 
-// TestPeerLoopback: only loopback peers may skip TLS by default, and
-// what counts as loopback is decided from the remote address.
+// TestPeerLoopback: by default no peer may skip TLS; with PlainLoopback
+// only loopback peers may, and what counts as loopback is decided from
+// the remote address.
 func TestPeerLoopback(t *testing.T) {
-	s := New(Config{})
+	if def := New(Config{}); def.cfg.PlainAllowed(Peer{Loopback: true}) {
+		t.Error("a loopback peer may skip TLS by default")
+	}
+	s := New(Config{PlainAllowed: PlainLoopback})
 	for _, tc := range []struct {
 		addr net.Addr
 		want bool
@@ -469,7 +510,7 @@ func TestPeerLoopback(t *testing.T) {
 // next request, or followed by small requests all come through whole,
 // and the mark is lowered again for the headers after them.
 func TestLargeWritesOverTCP(t *testing.T) {
-	c := serveTCP(t, New(Config{Exports: &memExports{dev: &memDevice{data: make([]byte, 1<<20)}, owner: "acme"}}))
+	c := serveTCP(t, New(Config{PlainAllowed: PlainLoopback, Exports: &memExports{dev: &memDevice{data: make([]byte, 1<<20)}, owner: "acme"}}))
 	want := make([]byte, 1<<20)
 	for i := range want {
 		want[i] = byte(i*7 + i>>12)
@@ -515,7 +556,7 @@ func TestLargeReadsOverTCP(t *testing.T) {
 	for i := range dev.data {
 		dev.data[i] = byte(i*13 + i>>14)
 	}
-	c := serveTCP(t, New(Config{Exports: &memExports{dev: dev, owner: "acme"}}))
+	c := serveTCP(t, New(Config{PlainAllowed: PlainLoopback, Exports: &memExports{dev: dev, owner: "acme"}}))
 	want := func(off, n int) []byte { return dev.data[off : off+n] }
 
 	c.write(hdr(cmdRead, 1, 8192, 4096)) // waits in a worker
@@ -635,7 +676,7 @@ func (l *lockedBuffer) String() string {
 func TestPeerLoggedAsAddress(t *testing.T) {
 	var logs lockedBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	c := serveTCP(t, New(Config{Logger: log, Exports: &memExports{dev: &memDevice{data: make([]byte, 1<<20)}, owner: "acme"}}))
+	c := serveTCP(t, New(Config{PlainAllowed: PlainLoopback, Logger: log, Exports: &memExports{dev: &memDevice{data: make([]byte, 1<<20)}, owner: "acme"}}))
 	// The line follows the handshake's last reply: wait for it.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		for line := range strings.SplitSeq(logs.String(), "\n") {
