@@ -8,6 +8,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/facet-sds/facet/internal/diskformat"
 )
 
 // The storage boundary under Store. Store speaks only in tables of string
@@ -91,6 +93,22 @@ func openBolt(path string, lockWait time.Duration) (*boltKV, error) {
 			return nil, fmt.Errorf("open %s: locked by another process: %w", path, err)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// A store written by a newer release is refused before this binary
+	// writes anything into it (checkFormat, later, migrates older ones).
+	if err := db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(tblSystem)) == nil {
+			return nil // new
+		}
+		stored, _, err := readFormat(boltTx{tx})
+		if err != nil {
+			return err
+		}
+		_, err = diskformat.Plan("metadata store "+path, stored, FormatVersion, formatSteps())
+		return err
+	}); err != nil {
+		_ = db.Close()
+		return nil, err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, t := range allTables {

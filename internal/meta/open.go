@@ -45,7 +45,7 @@ func OpenURL(ctx context.Context, storeURL, dataDir string, masterKey []byte, lo
 		if err != nil {
 			return nil, err
 		}
-		return newStore(ctx, db, sl, logger, slog.String("backend", "redis"), slog.String("url", shown), slog.String("prefix", db.prefix))
+		return newStore(ctx, db, sl, logger, "metadata store "+shown, slog.String("backend", "redis"), slog.String("url", shown), slog.String("prefix", db.prefix))
 	}
 	// Not echoed: an unknown scheme may still carry a password.
 	return nil, fmt.Errorf("meta: unsupported metadata store URL scheme %q: want bolt:// or redis://", scheme)

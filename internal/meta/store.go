@@ -117,18 +117,22 @@ func Open(ctx context.Context, path string, masterKey []byte, logger *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("meta: %w", err)
 	}
-	return newStore(ctx, db, sl, logger, slog.String("backend", "bolt"), slog.String("path", path))
+	return newStore(ctx, db, sl, logger, "metadata store "+path, slog.String("backend", "bolt"), slog.String("path", path))
 }
 
 // newStore wraps an open kv, checks the master key against it and takes
 // ownership of it: on error, db is closed.
-func newStore(ctx context.Context, db kv, sl *sealer, logger *slog.Logger, where ...slog.Attr) (*Store, error) {
+func newStore(ctx context.Context, db kv, sl *sealer, logger *slog.Logger, what string, where ...slog.Attr) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{kv: db, sealer: sl, log: logger, now: time.Now, cache: map[string]cachedKey{}}
 	if err := s.checkMasterKey(ctx); err != nil {
 		_ = db.close() // the key error is the one worth reporting
+		return nil, err
+	}
+	if err := s.checkFormat(ctx, what); err != nil {
+		_ = db.close()
 		return nil, err
 	}
 	logger.LogAttrs(ctx, slog.LevelInfo, "metadata store open", where...)

@@ -4,7 +4,8 @@
 //
 // Layout of the data directory:
 //
-//	index.db            bbolt index: buckets, objects, uploads, parts
+//	index.db            bbolt index: buckets, objects, uploads, parts, and the
+//	                    format version (format.go)
 //	data/<xx>/<id>      immutable data files, <id> is 32 random hex digits
 //	                    and <xx> its first two digits
 //	data/<xx>/<id>.tmp  a data file being written
@@ -30,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/facet-sds/facet/internal/diskformat"
 	"github.com/facet-sds/facet/internal/storage"
 	"github.com/facet-sds/facet/internal/sysdev"
 	bolt "go.etcd.io/bbolt"
@@ -138,12 +140,26 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("fs: open index: %w", err)
 	}
 	s.db = db
+	what := "object index " + filepath.Join(abs, "index.db")
+	var migrated []diskformat.Step[*bolt.Tx]
 	if err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(rootBucket)
+		// The format first: a newer index is refused before anything
+		// is created in it.
+		var err error
+		if migrated, err = checkFormat(tx, what); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucketIfNotExists(rootBucket)
 		return err
 	}); err != nil {
 		_ = db.Close()
+		if errors.Is(err, diskformat.ErrTooNew) {
+			return nil, fmt.Errorf("fs: %w", err)
+		}
 		return nil, fmt.Errorf("fs: init index: %w", err)
+	}
+	for _, line := range diskformat.Describe(migrated) {
+		s.log.Info("object index migrated", "store", what, "step", line)
 	}
 	// The shard directories and the index file must themselves survive a
 	// crash before anything is written into them.
