@@ -182,12 +182,12 @@ func TestRestartResumesSubscriptions(t *testing.T) {
 	url := srv.URL()
 	_, port, _ := net.SplitHostPort(url[len("nats://"):])
 
-	pub, err := Dial(url, "pub", nil)
+	pub, err := Dial(url, "pub", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	sub, err := Dial(url, "sub", nil)
+	sub, err := Dial(url, "sub", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestDialBeforeServer(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	b, err := Dial("nats://"+addr, "early", nil)
+	b, err := Dial("nats://"+addr, "early", "", nil)
 	if err != nil {
 		t.Fatalf("dial with the bus down: %v", err)
 	}

@@ -1,16 +1,21 @@
 package bus
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/facet-sds/facet/internal/tlsconf"
 )
 
 // ServerOptions configure an embedded NATS server.
@@ -23,12 +28,20 @@ type ServerOptions struct {
 	Logger *slog.Logger
 	// MaxPayload bounds one message; 0 keeps NATS's default (1 MiB).
 	MaxPayload int32
+	// TLS, when set, makes clients connect over TLS (tlsconf.Certs'
+	// Config: certificates reloaded as they change).
+	TLS *tls.Config
+	// Token, or User and Password, are the credentials every client must
+	// give (in its URL: nats://TOKEN@host or nats://USER:PASS@host);
+	// empty: none.
+	Token, User, Password string
 }
 
 // Server is a NATS server running in this process.
 type Server struct {
-	ns  *natsserver.Server
-	log *slog.Logger
+	ns   *natsserver.Server
+	log  *slog.Logger
+	opts ServerOptions
 }
 
 // StartServer starts a NATS server and waits until it accepts
@@ -40,6 +53,14 @@ func StartServer(opts ServerOptions) (*Server, error) {
 		MaxPayload: opts.MaxPayload,
 		// The bus carries monitoring samples: nothing to persist.
 		JetStream: false,
+	}
+	if (opts.User == "") != (opts.Password == "") || (opts.Token != "" && opts.User != "") {
+		return nil, errors.New("bus credentials: a token, or a user with a password, not both")
+	}
+	o.Authorization, o.Username, o.Password = opts.Token, opts.User, opts.Password
+	if opts.TLS != nil {
+		o.TLSConfig, o.TLS, o.TLSVerify = opts.TLS, true, false
+		o.TLSTimeout = 5
 	}
 	if opts.Addr == "" {
 		o.DontListen = true
@@ -72,21 +93,32 @@ func StartServer(opts ServerOptions) (*Server, error) {
 		ns.Shutdown()
 		return nil, errors.New("nats server did not start (is the port in use?)")
 	}
-	return &Server{ns: ns, log: log}, nil
+	return &Server{ns: ns, log: log, opts: opts}, nil
 }
 
-// URL is the client URL ("nats://127.0.0.1:4222"), or "" when the server
-// opens no port.
+// URL is the client URL ("nats://127.0.0.1:4222", tls:// when the
+// server speaks TLS), without credentials, or "" when the server opens no
+// port.
 func (s *Server) URL() string {
 	if s.ns.Addr() == nil {
 		return ""
+	}
+	if s.opts.TLS != nil {
+		return "tls://" + s.ns.Addr().String()
 	}
 	return "nats://" + s.ns.Addr().String()
 }
 
 // Connect returns an in-process connection: no socket involved.
 func (s *Server) Connect(name string) (*NATS, error) {
-	return connect("", name, s.log, true, nats.InProcessServer(s.ns))
+	extra := []nats.Option{nats.InProcessServer(s.ns)}
+	switch {
+	case s.opts.Token != "":
+		extra = append(extra, nats.Token(s.opts.Token))
+	case s.opts.User != "":
+		extra = append(extra, nats.UserInfo(s.opts.User, s.opts.Password))
+	}
+	return connect("", name, s.log, true, extra...)
 }
 
 // ServerStats is the traffic a server has seen since it started: messages
@@ -113,14 +145,25 @@ func (s *Server) Close() {
 }
 
 // Dial connects to an external NATS server or cluster ("nats://h1:4222,
-// nats://h2:4222"). It does not fail when the bus is unreachable: the
+// nats://h2:4222"); credentials go in the URLs (nats://TOKEN@host,
+// nats://USER:PASS@host), and tls:// URLs, or a caFile, make the
+// connection TLS, verified against caFile's certificates or else the
+// system's roots. It does not fail when the bus is unreachable: the
 // connection keeps retrying in the background, forever, and buffers
 // publishes meanwhile.
-func Dial(url, name string, logger *slog.Logger) (*NATS, error) {
+func Dial(url, name, caFile string, logger *slog.Logger) (*NATS, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return connect(url, name, logger.With("component", "bus"), false, nats.RetryOnFailedConnect(true))
+	extra := []nats.Option{nats.RetryOnFailedConnect(true)}
+	if caFile != "" || strings.Contains(url, "tls://") {
+		cfg, err := tlsconf.ClientConfig(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("bus: %w", err)
+		}
+		extra = append(extra, nats.Secure(cfg))
+	}
+	return connect(url, name, logger.With("component", "bus"), false, extra...)
 }
 
 // NATS is a Bus on one NATS connection.
@@ -129,6 +172,9 @@ type NATS struct {
 	log     *slog.Logger
 	pubErrs atomic.Uint64
 	slow    atomic.Uint64
+	// lastConnErr is the last failed connection attempt's error, logged
+	// once.
+	lastConnErr atomic.Pointer[string]
 }
 
 func subject(s *nats.Subscription) string {
@@ -153,7 +199,7 @@ func connect(url, name string, log *slog.Logger, inProcess bool, extra ...nats.O
 		if inProcess {
 			return "in-process"
 		}
-		return nc.ConnectedUrlRedacted()
+		return redact(nc.ConnectedUrl())
 	}
 	opts := append([]nats.Option{
 		nats.Name(name),
@@ -164,6 +210,14 @@ func connect(url, name string, log *slog.Logger, inProcess bool, extra ...nats.O
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("bus disconnected; reconnecting", "err", err)
+			}
+		}),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			// Once per distinct error, not per attempt: a refused
+			// certificate or credential must be heard, the retries not.
+			msg := err.Error()
+			if prev := b.lastConnErr.Swap(&msg); prev == nil || *prev != msg {
+				log.Warn("bus connect failed; retrying", "err", err)
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
@@ -261,3 +315,16 @@ func (n natsLog) Fatalf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format
 func (n natsLog) Errorf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
 func (n natsLog) Debugf(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
 func (n natsLog) Tracef(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
+
+// redact hides a URL's credentials, a token as well as a password (the
+// client library's redaction keeps a token, in the user's place).
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	return u.String()
+}

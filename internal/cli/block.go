@@ -52,7 +52,7 @@ func newBlockCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", os.Getenv("FACET_CONFIG"), "optional YAML config file (keys are flag names)")
 	f.StringVar(&opts.DataDir, "data", "./data", "data directory")
-	f.StringVar(&opts.MetaURL, "meta", "", "metadata store: empty for the embedded bbolt file in --data, bolt://PATH, or redis://HOST:PORT/DB")
+	f.StringVar(&opts.MetaURL, "meta", "", "metadata store: empty for the embedded bbolt file in --data, bolt://PATH, or redis://HOST:PORT/DB (rediss://[:PASSWORD@]HOST:PORT/DB?ca=FILE over TLS, verified against the CA file or the system roots)")
 	f.StringVar(&opts.AdminAddr, "admin-addr", "127.0.0.1:9001", "admin API listen address")
 	f.StringVar(&opts.AdminToken, "admin-token", "", "admin bearer token (generated and printed once when unset)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")

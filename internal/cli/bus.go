@@ -7,13 +7,16 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/metrics"
+	"github.com/facet-sds/facet/internal/tlsconf"
 )
 
 func newBusCommand() *cobra.Command {
-	var addr, name, logLevel string
+	var addr, name, logLevel, token, user, password string
+	var tlsSrc tlsconf.Source
 	var aggregate bool
 	var period time.Duration
 	cmd := &cobra.Command{
@@ -28,7 +31,24 @@ func newBusCommand() *cobra.Command {
 			if addr == "" {
 				return fmt.Errorf("--addr: a standalone bus needs an address to listen on")
 			}
-			srv, err := bus.StartServer(bus.ServerOptions{Name: name, Addr: addr, Logger: logger})
+			so := bus.ServerOptions{Name: name, Addr: addr, Logger: logger, Token: token, User: user, Password: password}
+			if so.Token == "" {
+				so.Token = os.Getenv("FACET_BUS_TOKEN")
+			}
+			if so.Password == "" {
+				so.Password = os.Getenv("FACET_BUS_PASSWORD")
+			}
+			if tlsSrc.Enabled() {
+				certs, err := tlsconf.Load(tlsSrc, logger)
+				if err != nil {
+					return err
+				}
+				so.TLS = certs.Config()
+				// Certificates reload as their files change, until the
+				// command ends.
+				go certs.Watch(cmd.Context(), 3*time.Second)
+			}
+			srv, err := bus.StartServer(so)
 			if err != nil {
 				return err
 			}
@@ -63,5 +83,15 @@ func newBusCommand() *cobra.Command {
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&aggregate, "aggregate", false, "also merge the gateways' metric samples and publish the aggregates (facet.metric.*), for out-of-process controllers")
 	f.DurationVar(&period, "metrics-period", time.Second, "the gateways' workload-metric period (with --aggregate)")
+	f.StringVar(&tlsSrc.CertFile, "tls-cert", "", "accept TLS clients only, with this PEM certificate (chain) file and --tls-key; reloaded when the files change")
+	f.StringVar(&tlsSrc.KeyFile, "tls-key", "", "the PEM private key of --tls-cert")
+	f.StringVar(&token, "token", "", "the token every client must give (nats://TOKEN@host:4222); prefer FACET_BUS_TOKEN")
+	f.StringVar(&user, "user", "", "the user every client must give, with --password (nats://USER:PASS@host:4222)")
+	f.StringVar(&password, "password", "", "the password of --user; prefer FACET_BUS_PASSWORD")
 	return cmd
+}
+
+// busCAFlag is --bus-ca, of the roles that join a bus.
+func busCAFlag(f *pflag.FlagSet, caFile *string) {
+	f.StringVar(caFile, "bus-ca", "", "PEM CA certificate(s) verifying the bus's TLS (implies TLS; tls:// bus URLs without it verify against the system's roots); credentials go in the bus URL: nats://TOKEN@host:4222 or nats://USER:PASS@host:4222")
 }

@@ -32,7 +32,7 @@ func TestBusCommand(t *testing.T) {
 	if !strings.HasPrefix(url, "nats://127.0.0.1:") {
 		t.Fatalf("printed %q", line)
 	}
-	c, err := bus.Dial(url, "test", nil)
+	c, err := bus.Dial(url, "test", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,9 +32,10 @@ func newGatewayCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", os.Getenv("FACET_CONFIG"), "optional YAML config file (keys are flag names)")
-	f.StringVar(&opts.MetaURL, "meta", "", "the fleet's metadata store: redis://HOST:PORT/DB (required)")
+	f.StringVar(&opts.MetaURL, "meta", "", "the fleet's metadata store: redis://HOST:PORT/DB, or rediss://[:PASSWORD@]HOST:PORT/DB?ca=FILE over TLS (required)")
 	f.StringVar(&opts.BusURL, "bus", "", "the fleet's NATS bus: nats://host:4222, comma-separated for a cluster (required)")
-	f.StringVar(&opts.BackendURL, "backend", "", "the fleet's object store: s3://ACCESS:SECRET@host:port/bucket[/prefix]?region=..&tls=false (required; credentials also from FACET_BACKEND_ACCESS_KEY/FACET_BACKEND_SECRET_KEY)")
+	busCAFlag(f, &opts.BusCA)
+	f.StringVar(&opts.BackendURL, "backend", "", "the fleet's object store: s3://ACCESS:SECRET@host:port/bucket[/prefix]?region=..[&tls=false or &ca=CA_FILE] (HTTPS by default, verified against ca= or the system roots; required; credentials also from FACET_BACKEND_ACCESS_KEY/FACET_BACKEND_SECRET_KEY)")
 	f.StringVar(&opts.MasterKeyFile, "master-key-file", "", "file holding the fleet's master key (raw 32 bytes or base64), read when FACET_MASTER_KEY is unset")
 	requestFlags(f, &opts, &logLevel)
 	return cmd

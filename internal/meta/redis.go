@@ -13,6 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/facet-sds/facet/internal/tlsconf"
 )
 
 // DefaultRedisPrefix is put in front of every Redis key the store uses, so
@@ -49,7 +51,9 @@ const redisMaxAttempts = 100
 var errConflict = errors.New("too many conflicting concurrent transactions")
 
 // openRedis connects to the Redis named by rawURL (redis:// or rediss://,
-// the go-redis URL syntax, plus an optional prefix= query parameter).
+// the go-redis URL syntax, plus optional prefix= and, for rediss://, ca=
+// query parameters: ca= names a PEM file of the CAs that verify the
+// server instead of the system's roots).
 // Errors and logs show the URL redacted: it may carry a password.
 func openRedis(ctx context.Context, rawURL string, logger *slog.Logger) (*redisKV, string, error) {
 	u, err := url.Parse(rawURL)
@@ -67,9 +71,27 @@ func openRedis(ctx context.Context, rawURL string, logger *slog.Logger) (*redisK
 		q.Del("prefix")
 		u.RawQuery = q.Encode()
 	}
+	caFile := q.Get("ca")
+	if q.Has("ca") {
+		if u.Scheme != "rediss" {
+			return nil, "", fmt.Errorf("meta: %s: ca= verifies a TLS connection; use a rediss:// URL", shown)
+		}
+		q.Del("ca")
+		u.RawQuery = q.Encode()
+	}
 	opts, err := redis.ParseURL(u.String())
 	if err != nil {
 		return nil, "", fmt.Errorf("meta: %s: %w", shown, err)
+	}
+	if opts.TLSConfig != nil {
+		// rediss://: the server is verified against the system's roots,
+		// or ca='s certificates.
+		cfg, err := tlsconf.ClientConfig(caFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("meta: %s: %w", shown, err)
+		}
+		cfg.ServerName = opts.TLSConfig.ServerName
+		opts.TLSConfig = cfg
 	}
 	// Facet talks to plain Redis; the cloud maintenance handshake only
 	// costs a failed command per connection.

@@ -106,12 +106,12 @@ func TestNATSBusOutage(t *testing.T) {
 	}
 	url := srv.URL()
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(url, "nats://"))
-	nodeBus, err := bus.Dial(url, "node", nil)
+	nodeBus, err := bus.Dial(url, "node", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nodeBus.Close()
-	aggBus, err := bus.Dial(url, "agg", nil)
+	aggBus, err := bus.Dial(url, "agg", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func (s *Server) buildController(ctx context.Context) error {
 		return err
 	}
 	// The aggregator only: this process serves no requests to measure.
-	work, err := s.openWorkload(Options{BusURL: opts.BusURL, Node: opts.Node, MetricsPeriod: opts.MetricsPeriod, NoWorkloadMetrics: true})
+	work, err := s.openWorkload(Options{BusURL: opts.BusURL, BusCA: opts.BusCA, Node: opts.Node, MetricsPeriod: opts.MetricsPeriod, NoWorkloadMetrics: true})
 	if err != nil {
 		return fmt.Errorf("bus and workload metrics: %w", err)
 	}

@@ -102,6 +102,10 @@ type Options struct {
 	// BusURL joins an external NATS bus ("nats://host:4222", or several
 	// comma-separated); empty embeds one in the process.
 	BusURL string
+	// BusCA is a PEM file of the CAs that verify the bus's TLS servers
+	// (and makes the connection TLS); empty: the system's roots, for
+	// tls:// URLs.
+	BusCA string
 	// BusListen makes the embedded bus accept connections (other
 	// gateways, out-of-process controllers); empty opens no port.
 	BusListen string

@@ -54,7 +54,7 @@ func (s *Server) openWorkload(opts Options) (*workload, error) {
 		if opts.BusListen != "" {
 			return nil, errors.New("--bus-listen is for the embedded bus; with --bus, run `facet bus` or a NATS cluster")
 		}
-		w.bus, err = bus.Dial(opts.BusURL, node, logger)
+		w.bus, err = bus.Dial(opts.BusURL, node, opts.BusCA, logger)
 	}
 	if err != nil {
 		w.close()

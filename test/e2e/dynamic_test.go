@@ -26,14 +26,14 @@ type busProc struct {
 
 // startBus runs `facet bus --addr addr` and waits until it accepts
 // connections; it is killed when the test ends.
-func startBus(t *testing.T, addr string) *busProc {
+func startBus(t *testing.T, addr string, extra ...string) *busProc {
 	t.Helper()
 	logf, err := os.CreateTemp(t.TempDir(), "facet-bus-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := &busProc{addr: addr, logPath: logf.Name(), done: make(chan struct{})}
-	b.cmd = exec.Command(facetBin, "bus", "--addr", addr)
+	b.cmd = exec.Command(facetBin, append([]string{"bus", "--addr", addr}, extra...)...)
 	b.cmd.Stdout, b.cmd.Stderr = logf, logf
 	if err := b.cmd.Start(); err != nil {
 		logf.Close()

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/facet-sds/facet/internal/meta/redistest"
+	"github.com/facet-sds/facet/internal/storage/s3/s3test"
 	"github.com/facet-sds/facet/internal/tlsconf/tlstest"
 )
 
@@ -312,5 +316,54 @@ func TestTLSBlockAdmin(t *testing.T) {
 	}
 	if _, err := s.ctl(t, "pool", "list"); err != nil {
 		t.Fatalf("ctl over https to the block role: %v", err)
+	}
+}
+
+// TestTLSFleet: a gateway reaches every shared store over verified TLS
+// with credentials (Redis rediss:// with ca=, `facet bus` with TLS and a
+// token, versitygw over HTTPS with ca=) and serves its own listeners over
+// TLS; no secret reaches its log.
+func TestTLSFleet(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, dir)
+	pair := ca.Issue(t, dir+"/server", 100)
+	redis := redistest.StartTLS(t, redistest.TLSFiles{Cert: pair.CertFile, Key: pair.KeyFile, CA: ca.CertFile})
+	busAddr := freeAddr(t)
+	const busToken = "bus-token-0123456789abcdef-secret"
+	startBus(t, busAddr, "--tls-cert", pair.CertFile, "--tls-key", pair.KeyFile, "--token", busToken)
+	backend := s3test.StartTLS(t, s3test.TLS{Cert: pair.CertFile, Key: pair.KeyFile, CA: ca.CertFile})
+	mk := make([]byte, 32)
+	if _, err := rand.Read(mk); err != nil {
+		t.Fatal(err)
+	}
+	token := "fleet-admin-" + randHex(16)
+	env := []string{
+		"FACET_META=" + redis.TLSURL(0, "ca="+ca.CertFile), "FACET_BUS=tls://" + busToken + "@" + busAddr, "FACET_BUS_CA=" + ca.CertFile,
+		"FACET_BACKEND=" + backend.URL("fleet"), "FACET_MASTER_KEY=" + base64.StdEncoding.EncodeToString(mk), "FACET_ADMIN_TOKEN=" + token,
+		"FACET_WASM_CACHE_DIR=" + t.TempDir(),
+	}
+	s := &server{t: t, s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: token, done: make(chan struct{}), ca: ca}
+	if err := s.launch([]string{"gateway", "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr, "--tls-cert", pair.CertFile, "--tls-key", pair.KeyFile}, env); err != nil {
+		t.Fatalf("facet gateway over TLS: %v", err)
+	}
+	ctx := ctxT(t)
+	c := s.createTenant(t, "fleet")
+	cl := s.sdk(c)
+	if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("fleet-bucket")}); err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("fleet over tls "), 10_000)
+	if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("fleet-bucket"), Key: aws.String("k"), Body: bytes.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := getBytes(t, cl, "fleet-bucket", "k"); !bytes.Equal(got, body) {
+		t.Fatalf("GET through a gateway over TLS: %d bytes, want %d", len(got), len(body))
+	}
+	waitLog(t, s, "bus connected")
+	log, _ := os.ReadFile(s.logPath)
+	for _, secret := range []string{busToken, backend.Secret, token, string(mk)} {
+		if bytes.Contains(log, []byte(secret)) {
+			t.Errorf("the gateway's log holds a secret (%.6s...)", secret)
+		}
 	}
 }

@@ -34,15 +34,27 @@ const startTimeout = 30 * time.Second
 type Server struct {
 	// Addr is host:port.
 	Addr string
-	proc *os.Process
-	done chan struct{} // closed once the process has exited
-	out  *syncBuffer
+	// TLSAddr is the TLS port's host:port (StartTLS), else "".
+	TLSAddr string
+	proc    *os.Process
+	done    chan struct{} // closed once the process has exited
+	out     *syncBuffer
 }
 
 // URL returns a redis:// URL for database db, with query appended when
 // not empty (e.g. "prefix=t1:").
 func (s *Server) URL(db int, query string) string {
 	u := "redis://" + s.Addr + "/" + strconv.Itoa(db)
+	if query != "" {
+		u += "?" + query
+	}
+	return u
+}
+
+// TLSURL returns a rediss:// URL of the TLS port for database db, with
+// query appended when not empty (e.g. "ca=/path/ca.crt").
+func (s *Server) TLSURL(db int, query string) string {
+	u := "rediss://" + s.TLSAddr + "/" + strconv.Itoa(db)
 	if query != "" {
 		u += "?" + query
 	}
@@ -76,6 +88,18 @@ func (s *Server) Resume(t testing.TB) {
 // Start starts a redis-server for t and stops it when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartTLS(t, TLSFiles{})
+}
+
+// TLSFiles are the PEM files of a TLS port: the server's certificate and
+// key, and the CA its clients' certificates would be checked against
+// (clients need none: tls-auth-clients is off).
+type TLSFiles struct{ Cert, Key, CA string }
+
+// StartTLS starts a redis-server with a TLS port too (TLSAddr) when
+// files are given; the plain port stays for the readiness probe.
+func StartTLS(t testing.TB, files TLSFiles) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv(EnvSkip) == "1" {
@@ -87,7 +111,7 @@ func Start(t testing.TB) *Server {
 	// it; try a few.
 	var lastErr error
 	for range 5 {
-		s, err := start(t, bin)
+		s, err := start(t, bin, files)
 		if err == nil {
 			return s
 		}
@@ -97,22 +121,32 @@ func Start(t testing.TB) *Server {
 	return nil
 }
 
-func start(t testing.TB, bin string) (*Server, error) {
+func start(t testing.TB, bin string, files TLSFiles) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	dir := t.TempDir()
 	out := &syncBuffer{}
-	cmd := exec.Command(bin,
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--dir", dir, "--save", "", "--appendonly", "no",
-		"--daemonize", "no", "--logfile", "", "--loglevel", "warning")
+		"--daemonize", "no", "--logfile", "", "--loglevel", "warning"}
+	tlsAddr := ""
+	if files.Cert != "" {
+		tport, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		tlsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(tport))
+		args = append(args, "--tls-port", strconv.Itoa(tport), "--tls-cert-file", files.Cert, "--tls-key-file", files.Key,
+			"--tls-ca-cert-file", files.CA, "--tls-auth-clients", "no")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), proc: cmd.Process, done: make(chan struct{}), out: out}
+	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), TLSAddr: tlsAddr, proc: cmd.Process, done: make(chan struct{}), out: out}
 	go func() {
 		_ = cmd.Wait() // a killed server's exit status says nothing
 		close(s.done)

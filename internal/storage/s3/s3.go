@@ -10,6 +10,7 @@ package s3
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -31,6 +32,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/facet-sds/facet/internal/storage"
+	"github.com/facet-sds/facet/internal/tlsconf"
 )
 
 const (
@@ -85,7 +87,8 @@ type Backend struct {
 var _ storage.Backend = (*Backend)(nil)
 
 // Open parses s3://ACCESS:SECRET@host:port/bucket[/prefix]?region=R&tls=false[&sign_payload=true]
-// and returns a Backend. Credentials missing from the URL come from
+// and returns a Backend. tls=true (the default) speaks HTTPS, verified
+// against the system's roots or against the PEM CA file ca=FILE. Credentials missing from the URL come from
 // FACET_BACKEND_ACCESS_KEY / FACET_BACKEND_SECRET_KEY. Errors never contain
 // the secret.
 func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
@@ -120,8 +123,24 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		region = "us-east-1"
 	}
 	scheme := "https"
-	if q.Get("tls") == "false" {
+	switch q.Get("tls") {
+	case "", "true":
+	case "false":
 		scheme = "http"
+	default:
+		return nil, fmt.Errorf("s3 backend: tls=%q: want true or false", q.Get("tls"))
+	}
+	caFile := q.Get("ca")
+	if caFile != "" && scheme == "http" {
+		return nil, errors.New("s3 backend: ca= verifies TLS; it cannot go with tls=false")
+	}
+	var tlsCfg *tls.Config
+	if scheme == "https" {
+		// The backend is verified against the system's roots, or ca='s
+		// certificates; TLS 1.2 at least.
+		if tlsCfg, err = tlsconf.ClientConfig(caFile); err != nil {
+			return nil, fmt.Errorf("s3 backend: %w", err)
+		}
 	}
 	endpoint := scheme + "://" + u.Host
 
@@ -147,6 +166,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 			MaxIdleConnsPerHost:   64,
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   5 * time.Second,
+			TLSClientConfig:       tlsCfg,
 			ResponseHeaderTimeout: b.timeout,
 			// Stored bytes pass through as they are: no transparent
 			// gzip that would change what a GET streams.

@@ -7,9 +7,12 @@ package s3test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +29,9 @@ import (
 // Server is a running versitygw with one bucket.
 type Server struct {
 	Addr, Access, Secret, Bucket string
+	// CAFile, when set, is the CA of the server's TLS certificate
+	// (StartTLS): URL then asks for TLS verified against it.
+	CAFile string
 	// Client talks to the server directly, as root.
 	Client *s3.Client
 	// Stop kills the server (a backend outage); the data stays.
@@ -34,6 +40,9 @@ type Server struct {
 
 // URL is the --backend URL of the server's bucket under prefix.
 func (s Server) URL(prefix string) string {
+	if s.CAFile != "" {
+		return fmt.Sprintf("s3://%s:%s@%s/%s/%s?tls=true&ca=%s", s.Access, s.Secret, s.Addr, s.Bucket, prefix, url.QueryEscape(s.CAFile))
+	}
 	return fmt.Sprintf("s3://%s:%s@%s/%s/%s?tls=false", s.Access, s.Secret, s.Addr, s.Bucket, prefix)
 }
 
@@ -77,10 +86,34 @@ func FreeAddr(t testing.TB) string {
 // creates the bucket "facet".
 func Start(t testing.TB) Server {
 	t.Helper()
+	return StartTLS(t, TLS{})
+}
+
+// TLS are the PEM files of a TLS server: its certificate and key, and the
+// CA that issued it (for the clients).
+type TLS struct{ Cert, Key, CA string }
+
+// StartTLS is Start serving HTTPS with files' certificate when given.
+func StartTLS(t testing.TB, files TLS) Server {
+	t.Helper()
 	bin := binary(t)
 	dir := t.TempDir()
-	s := Server{Addr: FreeAddr(t), Access: "facettest", Secret: fmt.Sprintf("secret%x", time.Now().UnixNano()), Bucket: "facet"}
-	cmd := exec.Command(bin, "--port", s.Addr, "--health", "/health", "posix", dir)
+	s := Server{Addr: FreeAddr(t), Access: "facettest", Secret: fmt.Sprintf("secret%x", time.Now().UnixNano()), Bucket: "facet", CAFile: files.CA}
+	args := []string{"--port", s.Addr, "--health", "/health"}
+	scheme, hc := "http", &http.Client{}
+	if files.Cert != "" {
+		args = append(args, "--cert", files.Cert, "--key", files.Key)
+		pem, err := os.ReadFile(files.CA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		scheme, hc = "https", &http.Client{Transport: tr}
+	}
+	cmd := exec.Command(bin, append(args, "posix", dir)...)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.Access, "ROOT_SECRET_ACCESS_KEY="+s.Secret)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -92,7 +125,7 @@ func Start(t testing.TB) Server {
 	t.Cleanup(s.Stop)
 	up := false
 	for range 300 {
-		resp, err := http.Get("http://" + s.Addr + "/health")
+		resp, err := hc.Get(scheme + "://" + s.Addr + "/health")
 		if err == nil {
 			resp.Body.Close()
 			up = true
@@ -104,7 +137,7 @@ func Start(t testing.TB) Server {
 		t.Fatalf("versitygw did not come up:\n%s", logs.String())
 	}
 	s.Client = s3.New(s3.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String("http://" + s.Addr), UsePathStyle: true,
+		Region: "us-east-1", BaseEndpoint: aws.String(scheme + "://" + s.Addr), UsePathStyle: true, HTTPClient: hc,
 		Credentials: credentials.NewStaticCredentialsProvider(s.Access, s.Secret, ""),
 	})
 	if _, err := s.Client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(s.Bucket)}); err != nil {
