@@ -64,6 +64,7 @@ so far are in docs/benchmarks/ (one page per subject; docs/benchmarks.md is the 
 		newBenchTraceCommand(), newBenchDatagenCommand())
 	cmd.AddCommand(newBenchMetricsCommand())
 	cmd.AddCommand(newBenchStreamsCommand())
+	cmd.AddCommand(newBenchIntegrityCommand())
 	cmd.AddCommand(newBenchWasmCommand())
 	cmd.AddCommand(newBenchNBDCommand())
 	cmd.AddCommand(newBenchQoSCommand())

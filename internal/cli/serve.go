@@ -42,6 +42,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&opts.BackendURL, "backend", "", "remote S3-compatible object store: s3://ACCESS:SECRET@host:port/bucket[/prefix]?region=..[&tls=false or &ca=CA_FILE] (HTTPS by default, verified against ca= or the system roots; credentials also from FACET_BACKEND_ACCESS_KEY/FACET_BACKEND_SECRET_KEY); empty keeps objects in the data directory")
 	f.StringVar(&opts.IOModel, "io-model", "per-stream", "how the embedded backend reads objects for GETs: per-stream (one OS thread per large stream, the kernel's I/O scheduler sees each stream) or pool (a fixed pool dispatching chunks round-robin, for comparison)")
 	f.BoolVar(&opts.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks only: acknowledged writes may be lost on power failure)")
+	f.BoolVar(&opts.NoVerifyReads, "unsafe-no-verify-reads", false, "serve GETs without checking stored bytes against their checksums (benchmarks only: damaged bytes would be served)")
 	addBlockFlags(f, &opts.Block)
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/s3err"
 	"github.com/facet-sds/facet/internal/storage"
+	"github.com/facet-sds/facet/internal/storage/integrity"
 )
 
 // The entry points answer *s3err.Error values, the shared vocabulary of
@@ -30,6 +31,9 @@ func S3Error(err error, bucket, key string) error {
 		// Still an internal error, which clients retry: a node that has
 		// not loaded a new filter yet will. The message names the filter.
 		return &s3err.Error{Code: s3err.InternalError, Bucket: bucket, Key: key, Message: err.Error(), Err: err}
+	case errors.Is(err, integrity.ErrCorrupt):
+		return &s3err.Error{Code: s3err.InternalError, Bucket: bucket, Key: key,
+			Message: "The stored object failed its integrity check and cannot be returned.", Err: err}
 	case errors.Is(err, storage.ErrBucketNotFound):
 		return &s3err.Error{Code: s3err.NoSuchBucket, Bucket: bucket, Err: err}
 	case errors.Is(err, storage.ErrBucketNotEmpty):

@@ -21,6 +21,7 @@ import (
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/promexp"
 	"github.com/facet-sds/facet/internal/s3api"
+	"github.com/facet-sds/facet/internal/storage/integrity"
 )
 
 // buildGateway builds `facet serve` and `facet gateway`, each component
@@ -141,8 +142,12 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	}
 	self := admin.LocalNode(opts.Node, backend, cacheStatus)
 	s.runAgent(qr, work.bus, self, backend)
+	integ := promexp.NewIntegrity()
+	prom.Registry().MustRegister(integ.Collectors()...)
+	checked := integrity.Wrap(backend, integrity.Options{NoVerify: opts.NoVerifyReads,
+		Failures: integrityFailures{owners: cache, backend: backendKind(*opts), m: integ, log: logger}})
 	data := dataplane.New(dataplane.Config{
-		Backend: backend, Logger: logger,
+		Backend: checked, Logger: logger,
 		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
 		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash, Changes: reqStores.changes,
 	})

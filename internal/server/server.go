@@ -87,6 +87,9 @@ type Options struct {
 	BodyMinRate int64
 	// NoSync disables fsync; only for benchmarks.
 	NoSync bool
+	// NoVerifyReads serves GETs without checking stored bytes against
+	// their checksums (which are still recorded): benchmarks only.
+	NoVerifyReads bool
 	// IOModel is how the embedded backend reads for GETs: "per-stream"
 	// (default: one OS thread per large stream) or "pool" (round-robin).
 	IOModel string

@@ -36,6 +36,15 @@ func TestGrafanaMetricsExist(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		getBytes(t, cli, "www", "index.html")
 	}
+	// A damaged stored byte: the GET fails and counts in
+	// facet_integrity_failures_total.
+	mkBucket(t, cli, "dmg")
+	damaged := seededBytes(4096, 9)
+	putBytes(t, cli, "dmg", "x", damaged)
+	flipStored(t, filepath.Join(s.dataDir, "objects"), damaged, 10)
+	if _, err := readAllOf(cli, "dmg", "x", ""); err == nil {
+		t.Fatal("a damaged object was served")
+	}
 	// A sandboxed filter that traps: its PUT fails with FilterFailed.
 	s.mustCtl(t, "filter", "create", "trapper", "--wasm", wasmModule(t, "hostile"), "--methods", "PUT", "--stages", "gateway",
 		"--param", "mode:string:trap")

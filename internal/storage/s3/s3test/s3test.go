@@ -32,6 +32,9 @@ type Server struct {
 	// CAFile, when set, is the CA of the server's TLS certificate
 	// (StartTLS): URL then asks for TLS verified against it.
 	CAFile string
+	// Dir is versitygw's posix directory: the bucket's objects are files
+	// under Dir/Bucket.
+	Dir string
 	// Client talks to the server directly, as root.
 	Client *s3.Client
 	// Stop kills the server (a backend outage); the data stays.
@@ -98,7 +101,7 @@ func StartTLS(t testing.TB, files TLS) Server {
 	t.Helper()
 	bin := binary(t)
 	dir := t.TempDir()
-	s := Server{Addr: FreeAddr(t), Access: "facettest", Secret: fmt.Sprintf("secret%x", time.Now().UnixNano()), Bucket: "facet", CAFile: files.CA}
+	s := Server{Addr: FreeAddr(t), Access: "facettest", Secret: fmt.Sprintf("secret%x", time.Now().UnixNano()), Bucket: "facet", CAFile: files.CA, Dir: dir}
 	args := []string{"--port", s.Addr, "--health", "/health"}
 	scheme, hc := "http", &http.Client{}
 	if files.Cert != "" {
