@@ -103,6 +103,9 @@ type Config struct {
 	// Trash lists, restores and purges tenants' recycle bins; nil
 	// answers its routes 501.
 	Trash TrashService
+	// Audit, when set, gets a record of every action and refusal
+	// (audit.go) and serves GET /audit; nil answers that route 501.
+	Audit AuditLog
 }
 
 // maxBody bounds request bodies; the API's bodies are a few bytes of JSON.
@@ -129,6 +132,8 @@ type handler struct {
 	context     ContextService
 	qos         QoSService
 	trash       TrashService
+	audit       AuditLog
+	opIDs       map[string]string
 	log         *slog.Logger
 	tokenHash   *[sha256.Size]byte // nil: no token configured, refuse all
 	// metricsHash is MetricsToken's; nil when there is none.
@@ -215,6 +220,7 @@ var routes = []route{
 	{http.MethodGet, "/bw", (*handler).bandwidth},
 	{http.MethodGet, "/bw/osinfo", (*handler).bandwidthOSInfo},
 	{http.MethodGet, "/bw/nodes/{node}", (*handler).bandwidthNode},
+	{http.MethodGet, "/audit", (*handler).auditTail},
 	{http.MethodGet, "/trash/{name}", (*handler).listTrash},
 	{http.MethodPost, "/trash/{name}/{id}/restore", (*handler).restoreTrash},
 	{http.MethodDelete, "/trash/{name}/{id}", (*handler).purgeTrash},
@@ -230,6 +236,9 @@ func New(cfg Config) http.Handler {
 	h.qos = cfg.QoS
 	h.context = cfg.Context
 	h.trash = cfg.Trash
+	if cfg.Audit != nil {
+		h.audit, h.opIDs = cfg.Audit, operationIDs()
+	}
 	if cfg.Token != "" {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		h.tokenHash = &sum
@@ -267,9 +276,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 	ctx := context.WithValue(r.Context(), reqIDKey{}, reqID)
+	note := &auditNote{}
+	if h.audit != nil {
+		ctx = context.WithValue(ctx, auditNoteKey{}, note)
+	}
 	r = r.WithContext(ctx)
 
 	h.dispatch(sw, r)
+	if h.audit != nil && audited(r, sw.status) {
+		h.record(r, sw.status, reqID, note)
+	}
 
 	// Path and status only: bodies carry secrets and headers the token.
 	// Probes and scrapes come every few seconds: debug level.

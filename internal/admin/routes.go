@@ -95,6 +95,7 @@ func (h *handler) createTenant(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, w, &req); err != nil {
 		return err
 	}
+	noteTenant(r, req.Name)
 	_, k, err := h.store.CreateTenantWithKey(r.Context(), req.Name)
 	if err != nil {
 		// The tenant name comes from the body, not the path.

@@ -3,11 +3,13 @@ package cli
 import (
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/facet-sds/facet/internal/audit"
 	"github.com/facet-sds/facet/internal/buildinfo"
 	"github.com/facet-sds/facet/internal/server"
 )
@@ -80,6 +82,29 @@ func requestFlags(f *pflag.FlagSet, opts *server.Options, logLevel *string) {
 	f.StringVar(&opts.CacheDir, "cache-dir", "", "local fast disk for the caching filter's object cache (default: DATA/cache for serve; none for gateway)")
 	f.StringVar(&opts.WasmCacheDir, "wasm-cache-dir", "", "compiled WASM filter modules, reused across restarts (default: DATA/wasm/cache for serve; the user's cache directory, e.g. ~/.cache/facet/wasm, for gateway; \"off\" for none)")
 	f.DurationVar(&opts.TrashPurgeEvery, "trash-purge-every", 10*time.Minute, "how often the recycle bin purges objects past their max_time")
+	auditFlags(f, &opts.Audit)
+}
+
+// auditFlags are the audit log's (serve and gateway).
+func auditFlags(f *pflag.FlagSet, a *server.AuditOptions) {
+	f.StringVar(&a.Path, "audit-log", "", "write the audit log (JSON lines: admin actions, S3 mutations, access denials, dashboard sign-ins) to this file, rotated by size; \"-\" for stdout (docs/security.md#audit-log)")
+	a.MaxSize = audit.DefaultMaxSize
+	f.Var((*sizeValue)(&a.MaxSize), "audit-log-max-size", "rotate the audit log before it passes this size (bytes, KiB, MiB or GiB)")
+	f.IntVar(&a.Keep, "audit-log-keep", audit.DefaultKeep, "rotated audit log files kept (PATH.1 newest ... PATH.N)")
+}
+
+// sizeValue is a flag of a size in bytes, KiB, MiB or GiB.
+type sizeValue int64
+
+func (v *sizeValue) String() string { return strconv.FormatInt(int64(*v), 10) }
+func (v *sizeValue) Type() string   { return "size" }
+func (v *sizeValue) Set(s string) error {
+	n, err := parseSizeFlag(s)
+	if err != nil {
+		return err
+	}
+	*v = sizeValue(n)
+	return nil
 }
 
 // listenerFlags are the timeouts and TLS of every HTTP listener (serve,

@@ -59,7 +59,7 @@ func NewCommand() *cobra.Command {
 	pf.StringVar(&o.accessKey, "access-key", "", "a tenant's access key, to act as that tenant instead of the admin (env "+EnvAccessKey+")")
 	pf.StringVar(&o.secretKey, "secret-key", "", "the access key's secret (env "+EnvSecretKey+")")
 
-	cmd.AddCommand(o.trashCommand())
+	cmd.AddCommand(o.trashCommand(), o.auditCommand())
 	cmd.AddCommand(o.tenantCommand(), o.keyCommand(), o.bucketCommand(),
 		o.groupCommand(), o.policyCommand(), o.filterCommand(), o.controllerCommand(),
 		o.localityCommand(), o.nodeCommand(), o.contextCommand(), o.poolCommand(), o.volumeCommand())

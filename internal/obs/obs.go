@@ -19,6 +19,15 @@ type Observation struct {
 	Bucket string
 	Key    string
 	Start  time.Time
+	// RequestID is the x-amz-request-id answered; Remote the client's
+	// address (host:port of the connection).
+	RequestID string
+	Remote    string
+	// AccessKey is the access key id that authenticated the request, or,
+	// when authentication failed, the one the request claimed (from its
+	// Authorization header or presigned query; never a secret or a
+	// signature). Set when the request ends.
+	AccessKey string
 	// Routed is set once Started has been called (the request was
 	// authenticated and routed); Done is told about unrouted requests too.
 	Routed bool

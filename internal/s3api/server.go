@@ -185,7 +185,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	w := &statusWriter{ResponseWriter: rw}
 	req := &request{Request: r, id: newRequestID()}
-	req.obs = obs.Observation{Method: r.Method, Start: start}
+	req.obs = obs.Observation{Method: r.Method, Start: start, RequestID: req.id, Remote: r.RemoteAddr}
 	w.Header().Set("x-amz-request-id", req.id)
 	w.Header().Set("x-amz-id-2", req.id)
 	w.Header().Set("Server", "Facet")
@@ -194,6 +194,10 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	defer func() {
 		o := &req.obs
 		o.Op, o.Tenant, o.Bucket, o.Key = string(req.op), req.tenant, req.target.bucket, req.target.key
+		o.AccessKey = req.accessKey
+		if o.AccessKey == "" {
+			o.AccessKey = claimedAccessKey(r)
+		}
 		o.Status, o.BytesOut, o.Duration = w.status, w.bytes, time.Since(start)
 		if o.Status == 0 {
 			o.Status = http.StatusOK

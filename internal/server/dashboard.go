@@ -12,8 +12,8 @@ import (
 // Start until Shutdown or the listener shuts down (which also ends the
 // dashboards' event streams, so that a graceful stop does not wait for
 // them).
-func (s *Server) mountDashboard(srv *http.Server, api http.Handler, token string, store ui.Store, live ui.Snapshotter) {
-	dash := ui.New(ui.Config{API: api, Token: token, Store: store, Metrics: live, Logger: s.log})
+func (s *Server) mountDashboard(srv *http.Server, api http.Handler, token string, store ui.Store, live ui.Snapshotter, audit ui.Auditor) {
+	dash := ui.New(ui.Config{API: api, Token: token, Store: store, Metrics: live, Logger: s.log, Audit: audit})
 	ctx, stop := context.WithCancel(s.ctx)
 	srv.RegisterOnShutdown(stop)
 	s.later("dashboard", func(context.Context) { dash.Run(ctx) })

@@ -19,9 +19,11 @@ import (
 	"github.com/facet-sds/facet/internal/fleet"
 	"github.com/facet-sds/facet/internal/keys"
 	"github.com/facet-sds/facet/internal/meta"
+	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/promexp"
 	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/storage/integrity"
+	"github.com/facet-sds/facet/internal/ui"
 )
 
 // buildGateway builds `facet serve` and `facet gateway`, each component
@@ -154,10 +156,23 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	// Cache fills a request left committing finish before the object
 	// cache closes: stops run once the listeners have drained.
 	s.stops = append(s.stops, func() error { data.Wait(); return nil })
+	auditLog, err := s.openAudit(prom.Registry())
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	// Interfaces hold nil, not a nil *audit.Log, when there is none.
+	var (
+		auditObs   obs.Observer
+		auditAdmin admin.AuditLog
+		auditUI    ui.Auditor
+	)
+	if auditLog != nil {
+		auditObs, auditAdmin, auditUI = auditLog.S3Observer(), auditLog, auditLog
+	}
 	s3 := s3api.New(s3api.Config{
 		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
 		Domains: opts.Domains, Region: opts.Region, QoS: front, Data: data,
-		Observer: promexp.Multi(prom, work.observer()),
+		Observer: promexp.Multi(prom, work.observer(), auditObs),
 	})
 	blk, err := s.newBlock(ctx, store, policies, dataKeys, prom.Registry(), work.bus)
 	if err != nil {
@@ -167,12 +182,13 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
 		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, Volumes: blk.volumes(), QoS: qr.admin(), Trash: trashAdmin{reqStores.trash},
 		Filters:  control.NewFilterAdmin(policies, fleet.FilterStore{Store: store, Announcer: announcer}, sandbox.catalog),
-		Locality: locator(backend), Node: opts.Node, Nodes: fleetNodes{self: self, fleet: qr.fleet}, Context: cr.api()})
+		Locality: locator(backend), Node: opts.Node, Nodes: fleetNodes{self: self, fleet: qr.fleet}, Context: cr.api(),
+		Audit: auditAdmin})
 
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	s.listen("s3", opts.S3Addr, &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errLog})
 	adminSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
-	s.mountDashboard(adminSrv, adminHandler, token, store, work.agg)
+	s.mountDashboard(adminSrv, adminHandler, token, store, work.agg, auditUI)
 	s.listen("admin", opts.AdminAddr, adminSrv)
 	s.ready = opts.Ready
 	s.readyMsg = []any{"facet ready", "data", opts.DataDir}

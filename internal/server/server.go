@@ -100,6 +100,8 @@ type Options struct {
 	// MetricsToken opens the admin listener's /metrics, and nothing else,
 	// besides the admin token.
 	MetricsToken string
+	// Audit configures the audit log; no Path, none.
+	Audit AuditOptions
 	// MetricsBucketLabels adds bucket labels to the Prometheus counters.
 	MetricsBucketLabels bool
 	// BusURL joins an external NATS bus ("nats://host:4222", or several

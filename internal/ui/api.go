@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/audit"
 	"github.com/facet-sds/facet/internal/authfail"
 )
 
@@ -124,6 +125,7 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 	if ok, wait := u.logins.Allowed(addr); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 		writeErr(w, http.StatusTooManyRequests, "TooManyAttempts", "too many failed sign-ins; try again later")
+		u.recordSignIn(r, http.StatusTooManyRequests, "TooManyAttempts", "", "", "")
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -144,6 +146,7 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 		sum := sha256.Sum256([]byte(req.Token))
 		if u.tokenHash == nil || subtle.ConstantTimeCompare(sum[:], u.tokenHash[:]) != 1 {
 			u.refuse(w, addr)
+			u.recordSignIn(r, http.StatusUnauthorized, "InvalidCredentials", "", "", "")
 			return
 		}
 		sess = session{role: roleAdmin}
@@ -151,6 +154,8 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 		tenant, secret, err := u.store.LookupAccessKey(r.Context(), req.AccessKey)
 		if err != nil || subtle.ConstantTimeCompare([]byte(secret), []byte(req.SecretKey)) != 1 {
 			u.refuse(w, addr)
+			// The key id the client claimed, to tell whose key is tried.
+			u.recordSignIn(r, http.StatusUnauthorized, "InvalidCredentials", "", claimedKey(req.AccessKey), "")
 			return
 		}
 		sess = session{role: roleTenant, tenant: tenant, accessKey: req.AccessKey}
@@ -165,7 +170,38 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 	id, p := u.sessions.create(sess)
 	setCookie(w, r, id, u.sessions.max)
 	u.log.Info("dashboard sign-in", "role", p.role, "tenant", p.tenant, "remote", addr)
+	actor := "admin"
+	if sess.role == roleTenant {
+		actor = "tenant"
+	}
+	u.recordSignIn(r, http.StatusOK, "", sess.tenant, sess.accessKey, actor)
 	writeJSON(w, http.StatusOK, SessionInfo{Role: p.role, Tenant: p.tenant, CSRF: p.csrf})
+}
+
+// recordSignIn writes a sign-in's audit record: never the token or the
+// secret key, only the access key id.
+func (u *UI) recordSignIn(r *http.Request, status int, code, tenant, accessKey, actor string) {
+	if u.audit == nil {
+		return
+	}
+	u.audit.Record(audit.Record{Kind: audit.KindSignIn, Tenant: tenant, AccessKey: accessKey, Actor: actor,
+		Source: r.RemoteAddr, Op: "DashboardSignIn", Method: r.Method, Path: r.URL.Path,
+		Result: audit.ResultOf(status), Status: status, Code: code})
+}
+
+// claimedKey is a refused sign-in's access key id as the audit log may
+// keep it: a plausible id, else nothing (a secret typed into the id
+// field must not be logged).
+func claimedKey(id string) string {
+	if len(id) == 0 || len(id) > 64 {
+		return ""
+	}
+	for _, c := range id {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return ""
+		}
+	}
+	return id
 }
 
 // refuse answers a failed sign-in without saying which part was wrong.

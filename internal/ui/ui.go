@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/facet-sds/facet/internal/audit"
 	"github.com/facet-sds/facet/internal/authfail"
 	"github.com/facet-sds/facet/internal/buildinfo"
 	"github.com/facet-sds/facet/internal/meta"
@@ -79,6 +80,13 @@ type Config struct {
 	Now func() time.Time
 	// Build is shown in every page's footer; zero: the running binary's.
 	Build buildinfo.Info
+	// Audit, when set, records each sign-in, accepted or refused.
+	Audit Auditor
+}
+
+// Auditor is the audit log sign-ins are recorded in (audit.Log).
+type Auditor interface {
+	Record(audit.Record)
 }
 
 // UI is the dashboard. Handler serves it and, for every other path, the
@@ -95,6 +103,7 @@ type UI struct {
 	// failed signed calls per client address and access key (package
 	// authfail).
 	logins, signed *authfail.Limiter
+	audit          Auditor
 	live           *live
 	static         http.Handler
 	// index is the one document, with the build in its footer.
@@ -125,6 +134,7 @@ func New(cfg Config) *UI {
 	}
 	u.sessions = newSessions(idle, maxAge, u.now)
 	u.logins = authfail.New(authfail.Config{Now: u.now})
+	u.audit = cfg.Audit
 	u.signed = authfail.New(authfail.Config{Now: u.now})
 	u.live = newLive(cfg.Metrics, cfg.Store, cfg.Period, cfg.History, u.now, u.log)
 	sub, err := fs.Sub(assets, "assets")

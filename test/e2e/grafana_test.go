@@ -25,8 +25,10 @@ func TestGrafanaMetricsExist(t *testing.T) {
 	if gatewayTarget() {
 		t.Skip("the workload needs facet serve's block stage and data directory")
 	}
-	s := startBlockServer(t, t.TempDir(), "e2e-admin-"+randHex(16))
-	c := s.createTenant(t, "acme")
+	// With an audit log, so that its metrics (facet_audit_*) are exposed.
+	s := startBlockServerWith(t, t.TempDir(), "e2e-admin-"+randHex(16), "--nbd-allow-plain-loopback",
+		"--audit-log", filepath.Join(t.TempDir(), "audit.log"))
+	c := s.createPlainTenant(t, "acme") // its volume is written in plain NBD below
 	cli := s.sdk(c)
 
 	// Requests, a cached GET (the second one), a policy and its filter.
