@@ -29,6 +29,9 @@ func (s *StoredSource) Open(ctx context.Context, off, n int64) (io.ReadCloser, e
 	if n == 0 {
 		return io.NopCloser(eofReader{}), nil
 	}
+	// Where the backend keeps versions, read exactly the version first
+	// seen, whatever context the reader runs under.
+	ctx = pinVersion(ctx, s.Bucket, s.Key, s.Info.VersionID)
 	rc, info, err := s.Backend.GetObject(ctx, s.Bucket, s.Key, &storage.Range{Start: off, Length: n})
 	if err != nil {
 		return nil, err

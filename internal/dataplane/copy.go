@@ -19,6 +19,8 @@ import (
 // CopySource is the object a copy reads.
 type CopySource struct {
 	Bucket, Key string
+	// VersionID names the version copied, "" the latest.
+	VersionID string
 	// Conditions are the copy's conditions on the source; they fail as
 	// PreconditionFailed, never NotModified.
 	Conditions Conditions
@@ -47,7 +49,7 @@ func (p *Plane) Copy(ctx context.Context, req CopyRequest) (storage.ObjectInfo, 
 			return storage.ObjectInfo{}, err
 		}
 	}
-	if src.Bucket == bucket && src.Key == key {
+	if src.Bucket == bucket && src.Key == key && src.VersionID == "" {
 		info, err := p.backend.HeadObject(ctx, bucket, key)
 		if err != nil {
 			return storage.ObjectInfo{}, S3Error(err, bucket, key)
@@ -63,6 +65,9 @@ func (p *Plane) Copy(ctx context.Context, req CopyRequest) (storage.ObjectInfo, 
 		}
 		return info, nil
 	}
+	// A copy of a named version, onto its own key too (how S3 restores
+	// an old version), reads that version and writes a new one.
+	ctx = pinVersion(ctx, src.Bucket, src.Key, src.VersionID)
 	rc, info, _, err := p.openCopySource(ctx, req.Target, src, nil)
 	if err != nil {
 		return storage.ObjectInfo{}, err
@@ -112,6 +117,7 @@ type CopyPartRequest struct {
 // CopyPart copies (a range of) an object into a part.
 func (p *Plane) CopyPart(ctx context.Context, req CopyPartRequest) (storage.Part, error) {
 	bucket, key := req.Bucket, req.Key
+	ctx = pinVersion(ctx, req.Source.Bucket, req.Source.Key, req.Source.VersionID)
 	rc, src, rng, err := p.openCopySource(ctx, req.Target, req.Source, req.Range)
 	if err != nil {
 		return storage.Part{}, err

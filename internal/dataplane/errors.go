@@ -25,6 +25,11 @@ func S3Error(err error, bucket, key string) error {
 		return nil
 	case errors.As(err, &e):
 		return e
+	}
+	if e, ok := versionErr(err, bucket, key); ok {
+		return e
+	}
+	switch {
 	case errors.As(err, &ff):
 		return &s3err.Error{Code: s3err.FilterFailed, Bucket: bucket, Key: key, Message: ff.Error(), Err: err}
 	case errors.Is(err, ErrFilterUnavailable):

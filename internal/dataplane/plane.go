@@ -92,7 +92,7 @@ type Plane struct {
 // New returns a Plane.
 func New(cfg Config) *Plane {
 	p := &Plane{
-		backend: cfg.Backend, pipelines: cfg.Pipelines, decoders: cfg.Decoders,
+		backend: newVersionRouter(cfg.Backend), pipelines: cfg.Pipelines, decoders: cfg.Decoders,
 		reqFilters: cfg.RequestFilters, cache: cfg.Cache, trash: cfg.Trash, changes: cfg.Changes, log: cfg.Logger,
 	}
 	if p.log == nil {
@@ -119,6 +119,9 @@ func (p *Plane) Wait() { p.background.Wait() }
 // Target is the object a request is for and who asks.
 type Target struct {
 	Tenant, Bucket, Key string
+	// VersionID names the version a read or a delete is for, "" the
+	// latest (versions.go).
+	VersionID string
 	// Context holds the request's own headers filters may read
 	// (x-facet-*), by lower-case name, values of a repeated header
 	// joined by ",".

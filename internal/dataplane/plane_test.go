@@ -122,13 +122,13 @@ func TestPlaneEntryPoints(t *testing.T) {
 		t.Fatalf("copy reads back: %v", err)
 	}
 
-	if err := p.Delete(ctx, tg); err != nil {
+	if _, err := p.Delete(ctx, tg); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Get(ctx, GetRequest{Target: tg}); code(err) != "NoSuchKey" {
 		t.Fatalf("GET after DELETE: %v", err)
 	}
-	if err := p.Delete(ctx, tg); err != nil {
+	if _, err := p.Delete(ctx, tg); err != nil {
 		t.Fatalf("DELETE of a missing object: %v", err)
 	}
 }

@@ -143,6 +143,7 @@ type GetResult struct {
 func (p *Plane) Get(ctx context.Context, req GetRequest) (GetResult, error) {
 	var res GetResult
 	bucket, key := req.Bucket, req.Key
+	ctx = pinVersion(ctx, bucket, key, req.VersionID)
 	if !req.Head && p.oneReadGet(req) {
 		return p.getOneRead(ctx, req)
 	}

@@ -37,6 +37,7 @@ func (p *Plane) selectEngine() s3select.Engine { return s3select.Native{} }
 // selected bytes leave the server.
 func (p *Plane) Select(ctx context.Context, req SelectRequest) (*Selection, error) {
 	bucket, key := req.Bucket, req.Key
+	ctx = pinVersion(ctx, bucket, key, req.VersionID)
 	prepared, err := p.selectEngine().Prepare(req.Query)
 	if err != nil {
 		return nil, SelectError(err)

@@ -111,14 +111,6 @@ func (s *Server) getBucketLocation(w http.ResponseWriter, req *request) error {
 	return writeXML(w, http.StatusOK, locationConstraint{Region: region})
 }
 
-type versioningConfiguration struct {
-	XMLName struct{} `xml:"http://s3.amazonaws.com/doc/2006-03-01/ VersioningConfiguration"`
-}
-
-func (s *Server) getBucketVersioning(w http.ResponseWriter, req *request) error {
-	return writeXML(w, http.StatusOK, versioningConfiguration{})
-}
-
 type accessControlPolicy struct {
 	XMLName struct{} `xml:"http://s3.amazonaws.com/doc/2006-03-01/ AccessControlPolicy"`
 	Owner   owner    `xml:"Owner"`
@@ -141,7 +133,13 @@ type grantee struct {
 // control. Tenants are isolated; there is no cross-tenant sharing yet.
 func (s *Server) getACL(w http.ResponseWriter, req *request) error {
 	if req.target.hasKey {
-		if _, err := s.backend.HeadObject(req.Context(), req.target.bucket, req.target.key); err != nil {
+		var err error
+		if v := s.versions(); v != nil && req.version != "" {
+			_, err = v.HeadObjectVersion(req.Context(), req.target.bucket, req.target.key, req.version)
+		} else {
+			_, err = s.backend.HeadObject(req.Context(), req.target.bucket, req.target.key)
+		}
+		if err != nil {
 			return storageErr(err, req.target.bucket, req.target.key)
 		}
 	}

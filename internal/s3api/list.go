@@ -187,16 +187,30 @@ func (s *Server) listObjectsV1(w http.ResponseWriter, req *request) error {
 }
 
 type deleteRequest struct {
-	Quiet   bool `xml:"Quiet"`
-	Objects []struct {
-		Key       string `xml:"Key"`
-		VersionID string `xml:"VersionId"`
-	} `xml:"Object"`
+	Quiet   bool              `xml:"Quiet"`
+	Objects []deleteObjectXML `xml:"Object"`
+}
+
+type deleteObjectXML struct {
+	Key       string `xml:"Key"`
+	VersionID string `xml:"VersionId"`
+}
+
+// deletedEntry reports one deletion as S3 does: the version it removed,
+// whether that was a delete marker, or the delete marker it wrote.
+func deletedEntry(key, requested string, dr storage.DeleteResult) deletedXML {
+	d := deletedXML{Key: key, VersionID: requested}
+	if dr.DeleteMarker {
+		d.DeleteMarker, d.DeleteMarkerVersionID = true, dr.VersionID
+	}
+	return d
 }
 
 type deletedXML struct {
-	Key       string `xml:"Key"`
-	VersionID string `xml:"VersionId,omitempty"`
+	Key                   string `xml:"Key"`
+	VersionID             string `xml:"VersionId,omitempty"`
+	DeleteMarker          bool   `xml:"DeleteMarker,omitempty"`
+	DeleteMarkerVersionID string `xml:"DeleteMarkerVersionId,omitempty"`
 }
 
 type deleteErrorXML struct {
@@ -243,23 +257,25 @@ func (s *Server) deleteObjects(w http.ResponseWriter, req *request) error {
 			failed(err)
 			continue
 		}
-		// An entry naming the null version deletes the object (what
-		// "delete every version" does in an unversioned bucket); one
-		// naming another version deletes nothing.
+		// Where versions are not kept, an entry naming the null version
+		// deletes the object (what "delete every version" does in an
+		// unversioned bucket); one naming another version deletes
+		// nothing.
 		if o.VersionID != "" {
-			if err := checkVersion(o.VersionID, req.target.bucket, o.Key, "VersionId"); err != nil {
+			if err := s.checkVersion(o.VersionID, req.target.bucket, o.Key, "VersionId"); err != nil {
 				failed(err)
 				continue
 			}
 		}
 		t := req.dataTarget()
-		t.Key = o.Key
-		if err := s.data.Delete(req.Context(), t); err != nil {
+		t.Key, t.VersionID = o.Key, o.VersionID
+		dr, err := s.data.Delete(req.Context(), t)
+		if err != nil {
 			failed(err)
 			continue
 		}
 		if !d.Quiet {
-			res.Deleted = append(res.Deleted, deletedXML{Key: o.Key, VersionID: o.VersionID})
+			res.Deleted = append(res.Deleted, deletedEntry(o.Key, o.VersionID, dr))
 		}
 	}
 	return writeXML(w, http.StatusOK, res)

@@ -127,6 +127,9 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, req *request) error {
 	if err != nil {
 		return err
 	}
+	if src.VersionID != "" {
+		w.Header().Set("x-amz-copy-source-version-id", src.VersionID)
+	}
 	return writeXML(w, http.StatusOK, copyPartResult{LastModified: isoTime(part.LastModified), ETag: quoteETag(part.ETag)})
 }
 
@@ -246,6 +249,7 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, req *request) er
 			res.ChecksumSHA256 = v
 		}
 	}
+	writeVersionHeader(w.Header(), info.VersionID)
 	return writeXML(w, http.StatusOK, res)
 }
 

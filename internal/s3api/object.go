@@ -92,6 +92,7 @@ func (s *Server) putObject(w http.ResponseWriter, req *request) error {
 		return err
 	}
 	w.Header().Set("ETag", quoteETag(info.Meta.ETag))
+	writeVersionHeader(w.Header(), info.VersionID)
 	writeChecksumHeaders(w.Header(), info.Meta.Checksums)
 	w.WriteHeader(http.StatusOK)
 	return nil
@@ -233,12 +234,18 @@ func writeOverrides(hdr http.Header, req *request) {
 }
 
 func (s *Server) deleteObject(w http.ResponseWriter, req *request) error {
-	if err := s.data.Delete(req.Context(), req.dataTarget()); err != nil {
+	res, err := s.data.Delete(req.Context(), req.dataTarget())
+	if err != nil {
 		return err
 	}
-	if _, ok := req.query["versionId"]; ok {
-		// S3 names the version a versioned DELETE removed.
-		w.Header().Set("x-amz-version-id", nullVersion)
+	// S3 names the version a DELETE removed or the marker it wrote.
+	id := res.VersionID
+	if id == "" {
+		id = req.version
+	}
+	writeVersionHeader(w.Header(), id)
+	if res.DeleteMarker {
+		w.Header().Set("x-amz-delete-marker", "true")
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -278,15 +285,17 @@ func (s *Server) copySourceOf(req *request) (dataplane.CopySource, error) {
 	if err != nil {
 		return dataplane.CopySource{}, err
 	}
-	if hasVersion && version != nullVersion {
+	if hasVersion {
 		// Only the source's owner learns that the version is missing.
 		if err := s.authorizeBucket(req.Context(), req.tenant, bucket, false); err != nil {
 			return dataplane.CopySource{}, err
 		}
-		return dataplane.CopySource{}, checkVersion(version, bucket, key, "x-amz-copy-source")
+		if err := s.checkVersion(version, bucket, key, "x-amz-copy-source"); err != nil {
+			return dataplane.CopySource{}, err
+		}
 	}
 	return dataplane.CopySource{
-		Bucket: bucket, Key: key, Conditions: conditions(req.Header, "x-amz-copy-source-"),
+		Bucket: bucket, Key: key, VersionID: version, Conditions: conditions(req.Header, "x-amz-copy-source-"),
 		Authorize: func(ctx context.Context, bucket string) error {
 			return s.authorizeBucket(ctx, req.tenant, bucket, false)
 		},
@@ -309,12 +318,16 @@ func (s *Server) copyObject(w http.ResponseWriter, req *request) error {
 			return err
 		}
 		replace = &m
-	} else if src.Bucket == req.target.bucket && src.Key == req.target.key {
+	} else if src.Bucket == req.target.bucket && src.Key == req.target.key && src.VersionID == "" {
 		return s3err.Newf(s3err.InvalidRequest, "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}
 	info, err := s.data.Copy(req.Context(), dataplane.CopyRequest{Target: req.dataTarget(), Source: src, Replace: replace})
 	if err != nil {
 		return err
+	}
+	writeVersionHeader(w.Header(), info.VersionID)
+	if src.VersionID != "" {
+		w.Header().Set("x-amz-copy-source-version-id", src.VersionID)
 	}
 	return writeXML(w, http.StatusOK, copyObjectResult{LastModified: isoTime(info.LastModified), ETag: quoteETag(info.Meta.ETag)})
 }

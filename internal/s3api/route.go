@@ -116,6 +116,7 @@ const (
 	opHeadBucket              operation = "HeadBucket"
 	opGetBucketLocation       operation = "GetBucketLocation"
 	opGetBucketVersioning     operation = "GetBucketVersioning"
+	opPutBucketVersioning     operation = "PutBucketVersioning"
 	opGetBucketACL            operation = "GetBucketAcl"
 	opListObjectsV1           operation = "ListObjects"
 	opListObjectsV2           operation = "ListObjectsV2"
@@ -142,7 +143,7 @@ const (
 // resolveOperation names is answered 501 NotImplemented.
 var implemented = map[operation]bool{
 	opListBuckets: true, opCreateBucket: true, opDeleteBucket: true, opHeadBucket: true,
-	opGetBucketLocation: true, opGetBucketVersioning: true, opGetBucketACL: true,
+	opGetBucketLocation: true, opGetBucketVersioning: true, opPutBucketVersioning: true, opGetBucketACL: true,
 	opListObjectsV1: true, opListObjectsV2: true, opListObjectVersions: true, opListMultipartUploads: true, opDeleteObjects: true,
 	opPutObject: true, opCopyObject: true, opGetObject: true, opHeadObject: true, opDeleteObject: true,
 	opGetObjectACL: true, opCreateMultipartUpload: true, opUploadPart: true, opUploadPartCopy: true,
@@ -188,7 +189,7 @@ var bucketSubresources = []subresource{
 	{"intelligent-tiering", "GetBucketIntelligentTieringConfiguration", "PutBucketIntelligentTieringConfiguration", "DeleteBucketIntelligentTieringConfiguration", ""},
 	{"versions", opListObjectVersions, "", "", ""},
 	{"acl", "", "PutBucketAcl", "", ""},
-	{"versioning", "", "PutBucketVersioning", "", ""},
+	{"versioning", "", opPutBucketVersioning, "", ""},
 	// Object sub-resources, which S3 has no bucket operation for.
 	{"retention", "", "", "", ""}, {"legal-hold", "", "", "", ""}, {"torrent", "", "", "", ""},
 	{"restore", "", "", "", ""}, {"select", "", "", "", ""}, {"attributes", "", "", "", ""},

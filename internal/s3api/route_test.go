@@ -64,7 +64,7 @@ func TestRawPathSurvivesRequestParsing(t *testing.T) {
 
 func TestResolveOperation(t *testing.T) {
 	notServed := map[operation]bool{opUnknown: true, "GetBucketPolicy": true, "PutBucketWebsite": true,
-		"DeleteBucketCors": true, "PutBucketVersioning": true, "PutBucketAcl": true,
+		"DeleteBucketCors": true, "PutBucketAcl": true,
 		"PostObject": true, "PutObjectTagging": true, "PutObjectAcl": true, "RestoreObject": true}
 	cases := []struct {
 		method, url string
@@ -83,7 +83,7 @@ func TestResolveOperation(t *testing.T) {
 		{"GET", "/b?policy", nil, "GetBucketPolicy"},
 		{"PUT", "/b?website", nil, "PutBucketWebsite"},
 		{"DELETE", "/b?cors", nil, "DeleteBucketCors"},
-		{"PUT", "/b?versioning", nil, "PutBucketVersioning"},
+		{"PUT", "/b?versioning", nil, opPutBucketVersioning},
 		{"GET", "/b?versioning", nil, opGetBucketVersioning},
 		{"GET", "/b?acl", nil, opGetBucketACL},
 		{"PUT", "/b?acl", nil, "PutBucketAcl"},

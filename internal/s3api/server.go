@@ -118,10 +118,12 @@ type request struct {
 	accessKey string
 	target    target
 	query     url.Values
-	body      RequestBody
-	op        operation
-	cleanups  []func()
-	obs       obs.Observation
+	// version is the version id the request names (versionId), "" none.
+	version  string
+	body     RequestBody
+	op       operation
+	cleanups []func()
+	obs      obs.Observation
 }
 
 // onDone registers f to run when the handler has returned.
@@ -323,9 +325,11 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 			return err
 		}
 	}
-	if err := checkVersionID(req); err != nil {
+	version, err := s.requestVersion(req)
+	if err != nil {
 		return err
 	}
+	req.version = version
 	switch req.op {
 	case opListBuckets:
 		return s.listBuckets(w, req)
@@ -339,6 +343,8 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 		return s.getBucketLocation(w, req)
 	case opGetBucketVersioning:
 		return s.getBucketVersioning(w, req)
+	case opPutBucketVersioning:
+		return s.putBucketVersioning(w, req)
 	case opGetBucketACL, opGetObjectACL:
 		return s.getACL(w, req)
 	case opListObjectsV1:

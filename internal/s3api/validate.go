@@ -125,6 +125,7 @@ func writeMetaHeaders(h http.Header, info storage.ObjectInfo) {
 	h.Set("ETag", quoteETag(m.ETag))
 	h.Set("Last-Modified", info.LastModified.UTC().Format(http.TimeFormat))
 	h.Set("Accept-Ranges", "bytes")
+	writeVersionHeader(h, info.VersionID)
 	if m.PartsCount > 0 {
 		h.Set("x-amz-mp-parts-count", itoa(m.PartsCount))
 	}

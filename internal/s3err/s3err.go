@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Sentinel errors of the metadata store's answers, matched with errors.Is by
@@ -97,8 +98,13 @@ type Error struct {
 	Bucket   string
 	Key      string
 	Err      error
-	// VersionID names the version a NoSuchVersion concerns.
+	// VersionID names the version a NoSuchVersion concerns, or the
+	// delete marker a read found.
 	VersionID string
+	// DeleteMarker says a read found a delete marker (last modified at
+	// LastModified): the answer carries x-amz-delete-marker, as S3's.
+	DeleteMarker bool
+	LastModified time.Time
 	// ArgumentName and ArgumentValue name the request argument an
 	// InvalidArgument refuses, as S3 reports them.
 	ArgumentName, ArgumentValue string
@@ -161,6 +167,13 @@ func Write(w http.ResponseWriter, r *http.Request, err error, requestID string) 
 	}
 	h := w.Header()
 	h.Set("x-amz-request-id", requestID)
+	if e.DeleteMarker {
+		h.Set("x-amz-delete-marker", "true")
+		h.Set("x-amz-version-id", e.VersionID)
+		if !e.LastModified.IsZero() {
+			h.Set("Last-Modified", e.LastModified.UTC().Format(http.TimeFormat))
+		}
+	}
 	if e.Code.Status == http.StatusServiceUnavailable && h.Get("Retry-After") == "" {
 		h.Set("Retry-After", "1") // 503s here are transient by definition
 	}

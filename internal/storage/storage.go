@@ -75,6 +75,11 @@ type ObjectInfo struct {
 	// Meta.Size once reversible filters transform the stream.
 	StoredSize int64
 	Meta       ObjectMeta
+	// VersionID is the version's id where the bucket is or was versioned
+	// (NullVersion for the null version), "" in a never-versioned bucket.
+	VersionID string
+	// DeleteMarker and IsLatest describe an entry of ListObjectVersions.
+	DeleteMarker, IsLatest bool
 }
 
 // PutInput is one object write.

@@ -241,6 +241,25 @@ func TestCrossTenantDenial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A versioned bucket of alice's, with a version and a delete marker.
+	mkBucket(t, a, "alice-versions")
+	if _, err := a.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("alice-versions"),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	vput, err := a.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("alice-versions"), Key: aws.String("v"), Body: strings.NewReader("a,b\n1,2\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vdel, err := a.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("alice-versions"), Key: aws.String("v")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vb, vk, vid, vmarker := aws.String("alice-versions"), aws.String("v"), vput.VersionId, vdel.VersionId
+	bmp, err := b.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bob-bucket"), Key: aws.String("mp")})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	const denied = "AccessDenied"
 	bk, key := aws.String("alice-private"), aws.String("secret")
@@ -280,6 +299,71 @@ func TestCrossTenantDenial(t *testing.T) {
 		}},
 		{"CopyObject from alice's bogus version", func() error {
 			_, err := b.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("bob-bucket"), Key: aws.String("stolen"), CopySource: aws.String("alice-private/secret?versionId=bogus")})
+			return err
+		}},
+		{"PutBucketVersioning", func() error {
+			_, err := b.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: vb,
+				VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusSuspended}})
+			return err
+		}},
+		{"GetBucketVersioning of a versioned bucket", func() error {
+			_, err := b.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: vb})
+			return err
+		}},
+		{"ListObjectVersions of a versioned bucket", func() error {
+			_, err := b.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: vb, KeyMarker: vk, VersionIdMarker: vid})
+			return err
+		}},
+		{"GetObject by version", func() error {
+			_, err := b.GetObject(ctx, &s3.GetObjectInput{Bucket: vb, Key: vk, VersionId: vid})
+			return err
+		}},
+		{"GetObject of a delete marker", func() error {
+			_, err := b.GetObject(ctx, &s3.GetObjectInput{Bucket: vb, Key: vk, VersionId: vmarker})
+			return err
+		}},
+		{"GetObject whose latest is a delete marker", func() error {
+			_, err := b.GetObject(ctx, &s3.GetObjectInput{Bucket: vb, Key: vk})
+			return err
+		}},
+		{"DeleteObject by version", func() error {
+			_, err := b.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: vb, Key: vk, VersionId: vid})
+			return err
+		}},
+		{"DeleteObject of a delete marker", func() error {
+			_, err := b.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: vb, Key: vk, VersionId: vmarker})
+			return err
+		}},
+		{"DeleteObject into a versioned bucket (a marker)", func() error {
+			_, err := b.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: vb, Key: vk})
+			return err
+		}},
+		{"DeleteObjects by version", func() error {
+			_, err := b.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: vb, Delete: &types.Delete{Objects: []types.ObjectIdentifier{{Key: vk, VersionId: vid}}}})
+			return err
+		}},
+		{"PutObject into a versioned bucket", func() error {
+			_, err := b.PutObject(ctx, &s3.PutObjectInput{Bucket: vb, Key: vk, Body: strings.NewReader("pwned")})
+			return err
+		}},
+		{"CopyObject from alice's version", func() error {
+			_, err := b.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("bob-bucket"), Key: aws.String("stolen"), CopySource: aws.String("alice-versions/v?versionId=" + *vid)})
+			return err
+		}},
+		{"UploadPartCopy from alice's version", func() error {
+			_, err := b.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: aws.String("bob-bucket"), Key: aws.String("mp"), UploadId: bmp.UploadId,
+				PartNumber: aws.Int32(1), CopySource: aws.String("alice-versions/v?versionId=" + *vid)})
+			return err
+		}},
+		{"SelectObjectContent by version", func() error {
+			_, err := b.SelectObjectContent(ctx, &s3.SelectObjectContentInput{Bucket: vb, Key: vk,
+				Expression: aws.String("SELECT * FROM S3Object"), ExpressionType: types.ExpressionTypeSql,
+				InputSerialization:  &types.InputSerialization{CSV: &types.CSVInput{}},
+				OutputSerialization: &types.OutputSerialization{CSV: &types.CSVOutput{}}}, withQuery("versionId", *vid))
+			return err
+		}},
+		{"GetObjectAcl by version", func() error {
+			_, err := b.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: vb, Key: vk, VersionId: vid})
 			return err
 		}},
 		{"GetObject", func() error { _, err := b.GetObject(ctx, &s3.GetObjectInput{Bucket: bk, Key: key}); return err }},
@@ -339,16 +423,21 @@ func TestCrossTenantDenial(t *testing.T) {
 	wantErr(t, "bob HeadObject", err, "", http.StatusForbidden)
 	_, err = b.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bk, Key: key, VersionId: aws.String("bogus")})
 	wantErr(t, "bob HeadObject bogus versionId", err, "", http.StatusForbidden)
+	_, err = b.HeadObject(ctx, &s3.HeadObjectInput{Bucket: vb, Key: vk, VersionId: vid})
+	wantErr(t, "bob HeadObject by version", err, "", http.StatusForbidden)
+	// Alice's versions are as she left them.
+	if got, err := a.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: vb}); err != nil || got.Status != types.BucketVersioningStatusEnabled {
+		t.Errorf("alice's versioning after bob: %v %v", got, err)
+	}
+	if lv, err := a.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: vb}); err != nil || len(lv.Versions) != 1 || len(lv.DeleteMarkers) != 1 {
+		t.Errorf("alice's versions after bob: %v", err)
+	}
 	_, err = b.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: bk})
 	wantErr(t, "bob HeadBucket", err, "", http.StatusForbidden)
 	_, err = b.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bk})
 	wantErr(t, "bob CreateBucket alice's name", err, "BucketAlreadyExists", http.StatusConflict)
 
 	// UploadPartCopy from alice's object into bob's own upload.
-	bmp, err := b.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bob-bucket"), Key: aws.String("mp")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	_, err = b.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: aws.String("bob-bucket"), Key: aws.String("mp"), UploadId: bmp.UploadId, PartNumber: aws.Int32(1), CopySource: aws.String("alice-private/secret")})
 	wantErr(t, "bob UploadPartCopy from alice", err, denied, http.StatusForbidden)
 

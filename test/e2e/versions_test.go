@@ -233,18 +233,12 @@ func TestListObjectVersions(t *testing.T) {
 	if err != nil || gv.Status != "" || gv.MFADelete != "" {
 		t.Errorf("GetBucketVersioning = %+v, %v; want no Status", gv, err)
 	}
-	_, err = a.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("vers"),
-		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}})
-	wantErr(t, "PutBucketVersioning", err, "NotImplemented", http.StatusNotImplemented)
-	if err == nil || !strings.Contains(err.Error(), "PutBucketVersioning is not implemented") {
-		t.Errorf("PutBucketVersioning: %v; want a message naming it", err)
-	}
-
 	testVersionIDNull(t, srv, c, a)
 }
 
-// testVersionIDNull: versionId=null acts on the object; any other version
-// id is NoSuchVersion, never ignored.
+// testVersionIDNull: in a never-versioned bucket versionId=null acts on
+// the object; an id Facet never makes is InvalidArgument, as S3 answers a
+// malformed one, and a well-formed id the key lacks is NoSuchVersion.
 func testVersionIDNull(t *testing.T, srv *server, c creds, a *s3.Client) {
 	ctx := ctxT(t)
 	bk, key, null, bogus := aws.String("vers"), aws.String("a-top"), aws.String("null"), aws.String("3HL4kqtJlcpXroDTDmJ")
@@ -257,14 +251,20 @@ func testVersionIDNull(t *testing.T, srv *server, c creds, a *s3.Client) {
 		t.Errorf("HeadObject versionId=null: %v", err)
 	}
 	_, err = a.GetObject(ctx, &s3.GetObjectInput{Bucket: bk, Key: key, VersionId: bogus})
-	wantErr(t, "GetObject bogus version", err, "NoSuchVersion", http.StatusNotFound)
+	wantErr(t, "GetObject bogus version", err, "InvalidArgument", http.StatusBadRequest)
 	_, err = a.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bk, Key: key, VersionId: bogus})
-	wantErr(t, "HeadObject bogus version", err, "", http.StatusNotFound)
+	wantErr(t, "HeadObject bogus version", err, "", http.StatusBadRequest)
 	_, err = a.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: bk, Key: key, VersionId: bogus})
-	wantErr(t, "DeleteObject bogus version", err, "NoSuchVersion", http.StatusNotFound)
+	wantErr(t, "DeleteObject bogus version", err, "InvalidArgument", http.StatusBadRequest)
+	_, err = a.GetObject(ctx, &s3.GetObjectInput{Bucket: bk, Key: key, VersionId: aws.String(strings.Repeat("f", 32))})
+	wantErr(t, "GetObject missing version", err, "NoSuchVersion", http.StatusNotFound)
+	// Deleting a version the key does not have deletes nothing.
+	if _, err := a.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: bk, Key: key, VersionId: aws.String(strings.Repeat("f", 32))}); err != nil {
+		t.Errorf("DeleteObject of a missing version: %v", err)
+	}
 	assertContent(t, a, "vers", "a-top", []byte("a-top"))
 	_, err = a.CopyObject(ctx, &s3.CopyObjectInput{Bucket: bk, Key: aws.String("copy"), CopySource: aws.String("vers/a-top?versionId=3HL4kqtJlcpXroDTDmJ")})
-	wantErr(t, "CopyObject from a bogus version", err, "NoSuchVersion", http.StatusNotFound)
+	wantErr(t, "CopyObject from a bogus version", err, "InvalidArgument", http.StatusBadRequest)
 	if _, err := a.CopyObject(ctx, &s3.CopyObjectInput{Bucket: bk, Key: aws.String("copy"), CopySource: aws.String("vers/a-top?versionId=null")}); err != nil {
 		t.Errorf("CopyObject from the null version: %v", err)
 	}
@@ -290,7 +290,7 @@ func testVersionIDNull(t *testing.T, srv *server, c creds, a *s3.Client) {
 	if len(dels.Deleted) != 1 || aws.ToString(dels.Deleted[0].Key) != "m-top" || aws.ToString(dels.Deleted[0].VersionId) != "null" {
 		t.Errorf("DeleteObjects Deleted = %+v", dels.Deleted)
 	}
-	if len(dels.Errors) != 1 || aws.ToString(dels.Errors[0].Key) != "z-top" || aws.ToString(dels.Errors[0].Code) != "NoSuchVersion" ||
+	if len(dels.Errors) != 1 || aws.ToString(dels.Errors[0].Key) != "z-top" || aws.ToString(dels.Errors[0].Code) != "InvalidArgument" ||
 		aws.ToString(dels.Errors[0].VersionId) != "3HL4kqtJlcpXroDTDmJ" {
 		t.Errorf("DeleteObjects Errors = %+v", dels.Errors)
 	}

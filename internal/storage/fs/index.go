@@ -19,12 +19,17 @@ import (
 //	upl/<key>\0<id>  uploadRecord (keys hold no NUL, so this sorts by key,
 //	                 then by upload id, which starts with the initiation time)
 //	prt/<id><n>      partRecord, n a big-endian uint32 part number
+//	ver/<key>\0<^st> objRecord of a version that is not the latest, or of
+//	                 a delete marker: st is its stamp, inverted big-endian,
+//	                 so a key's versions sort newest first (versions.go).
+//	                 Made when the bucket is first versioned.
 var (
 	rootBucket = []byte("buckets")
 	infoKey    = []byte("info")
 	objBucket  = []byte("obj")
 	uplBucket  = []byte("upl")
 	prtBucket  = []byte("prt")
+	verBucket  = []byte("ver")
 )
 
 // recVersion prefixes every index value so that a later layout can be told
@@ -35,6 +40,8 @@ const maxKeyLen = 1024
 
 type bucketRecord struct {
 	Created int64 `json:"c"`
+	// Versioning is the bucket's S3 versioning state, "" never versioned.
+	Versioning storage.Versioning `json:"v,omitempty"`
 }
 
 type objRecord struct {
@@ -42,6 +49,15 @@ type objRecord struct {
 	Stored   int64              `json:"ss"`
 	Modified int64              `json:"mt"` // unix nanoseconds
 	Meta     storage.ObjectMeta `json:"m"`
+	// VersionID is the version's id, "" for the null version. Stamp
+	// orders a key's versions, larger is newer; records written before
+	// stamps existed have 0 and are ordered by Modified. Marker makes the
+	// record a delete marker, which has no data file. Per-version
+	// attributes S3 has beyond these (retention, legal hold, tags,
+	// storage class) join as further omitempty fields.
+	VersionID string `json:"vid,omitempty"`
+	Stamp     uint64 `json:"st,omitempty"`
+	Marker    bool   `json:"dm,omitempty"`
 }
 
 func (r *objRecord) info(bucket, key string) storage.ObjectInfo {

@@ -119,7 +119,7 @@ func TestListPaginationReachesEveryKeyOnce(t *testing.T) {
 func insertIndexEntries(t testing.TB, s *Store, bucket string, keys func(i int) string, n int) {
 	t.Helper()
 	body := putBytes(t, s, bucket, "\U0010FFFF-shared", []byte("x"))
-	rec, err := s.lookup(bucket, body.Key)
+	rec, _, err := s.lookupVersion(bucket, body.Key, "")
 	if err != nil {
 		t.Fatal(err)
 	}

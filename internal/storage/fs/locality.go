@@ -14,7 +14,7 @@ func (s *Store) Locate(ctx context.Context, bucket, key string) (storage.Locatio
 	if err := ctx.Err(); err != nil {
 		return storage.Location{}, err
 	}
-	rec, err := s.lookup(bucket, key)
+	rec, _, err := s.lookupVersion(bucket, key, "")
 	if err != nil {
 		return storage.Location{}, err
 	}

@@ -281,9 +281,9 @@ func (s *Store) CompleteUpload(ctx context.Context, bucket, key, uploadID string
 		s.removeData(id)
 		return storage.ObjectInfo{}, err
 	}
-	s.removeData(old)
+	s.removeData(old...)
 	s.removeData(dropped...)
-	return rec.info(bucket, key), nil
+	return s.committedInfo(ctx, bucket, key, &rec), nil
 }
 
 // partIn loads one part record or fails with storage.ErrInvalidPart.

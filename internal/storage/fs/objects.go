@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/facet-sds/facet/internal/storage"
@@ -54,6 +53,12 @@ func (s *Store) DeleteBucket(ctx context.Context, bucket string) error {
 		}
 		if k, _ := objs.Cursor().First(); k != nil {
 			return fmt.Errorf("fs: bucket %q: %w", bucket, storage.ErrBucketNotEmpty)
+		}
+		// Kept versions and delete markers keep a bucket too, as in S3.
+		if ver := b.Bucket(verBucket); ver != nil {
+			if k, _ := ver.Cursor().First(); k != nil {
+				return fmt.Errorf("fs: bucket %q: %w", bucket, storage.ErrBucketNotEmpty)
+			}
 		}
 		prt, err := sub(b, prtBucket)
 		if err != nil {
@@ -122,21 +127,30 @@ func (s *Store) PutObject(ctx context.Context, bucket, key string, in storage.Pu
 		s.removeData(id)
 		return storage.ObjectInfo{}, err
 	}
-	s.removeData(old)
-	return rec.info(bucket, key), nil
+	s.removeData(old...)
+	return s.committedInfo(ctx, bucket, key, &rec), nil
 }
 
-// commitObject indexes rec as bucket/key and returns the data file it
-// replaced. check, when set, runs first in the same transaction and may
-// refuse the commit.
-func (s *Store) commitObject(ctx context.Context, bucket, key string, rec *objRecord, check func(tx *bolt.Tx, b *bolt.Bucket) error) (old string, err error) {
+// committedInfo is the info of a version just committed: its version id
+// shows where the bucket is or was versioned.
+func (s *Store) committedInfo(ctx context.Context, bucket, key string, rec *objRecord) storage.ObjectInfo {
+	info := rec.info(bucket, key)
+	if rec.VersionID != "" {
+		info.VersionID = rec.VersionID
+	} else if v, err := s.BucketVersioning(ctx, bucket); err == nil && v != storage.VersioningOff {
+		info.VersionID = storage.NullVersion
+	}
+	return info
+}
+
+// commitObject indexes rec as the latest version of bucket/key and
+// returns the data files no record refers to any more (the replaced
+// version's, where the bucket keeps none). check, when set, runs first in
+// the same transaction and may refuse the commit.
+func (s *Store) commitObject(ctx context.Context, bucket, key string, rec *objRecord, check func(tx *bolt.Tx, b *bolt.Bucket) error) (old []string, err error) {
 	err = s.update(ctx, func(tx *bolt.Tx) error {
-		old = ""
+		old = nil
 		b, err := bucketOf(tx, bucket)
-		if err != nil {
-			return err
-		}
-		objs, err := sub(b, objBucket)
 		if err != nil {
 			return err
 		}
@@ -145,28 +159,13 @@ func (s *Store) commitObject(ctx context.Context, bucket, key string, rec *objRe
 				return err
 			}
 		}
-		old = s.prevFile(objs, bucket, key)
-		return put(objs, []byte(key), rec)
+		old, err = s.place(b, bucket, key, rec)
+		return err
 	})
 	if err != nil {
-		old = ""
+		old = nil
 	}
 	return old, err
-}
-
-// prevFile returns the data file of an existing entry, or "" when there is
-// none. An undecodable entry is logged and replaced regardless: its file,
-// if any, is unreferenced afterwards and goes at the next Open.
-func (s *Store) prevFile(objs *bolt.Bucket, bucket, key string) string {
-	rec, ok, err := getObj(objs, key)
-	if err != nil {
-		s.log.Error("fs: replacing undecodable index entry", "bucket", bucket, "key", key, "err", err)
-		return ""
-	}
-	if !ok {
-		return ""
-	}
-	return rec.File
 }
 
 // writeInput stores in.Body in a new data file and returns the metadata as
@@ -188,50 +187,16 @@ func (s *Store) writeInput(ctx context.Context, in storage.PutInput) (meta stora
 	return meta, id, n, err
 }
 
-// lookup returns the index record of bucket/key.
-func (s *Store) lookup(bucket, key string) (objRecord, error) {
-	var rec objRecord
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		_, rec, err = objectIn(tx, bucket, key)
-		return err
-	})
-	return rec, err
-}
-
 // maxOpenRetries bounds the lookups GetObject repeats when the file it
 // found was replaced before it could open it; each retry sees a newer
 // index, so more than a few means continuous overwrites of one key.
 const maxOpenRetries = 16
 
-// GetObject opens the object's data file. The reader keeps returning the
-// bytes of the version it opened, whatever happens to the key afterwards.
+// GetObject opens the data file of the object's latest version. The
+// reader keeps returning the bytes of the version it opened, whatever
+// happens to the key afterwards.
 func (s *Store) GetObject(ctx context.Context, bucket, key string, rng *storage.Range) (io.ReadCloser, storage.ObjectInfo, error) {
-	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return nil, storage.ObjectInfo{}, err
-		}
-		rec, err := s.lookup(bucket, key)
-		if err != nil {
-			return nil, storage.ObjectInfo{}, err
-		}
-		start, length, err := clampRange(rng, rec.Stored)
-		if err != nil {
-			return nil, storage.ObjectInfo{}, fmt.Errorf("fs: %q/%q: %w", bucket, key, err)
-		}
-		f, err := s.openData(rec.File)
-		if errors.Is(err, os.ErrNotExist) && attempt < maxOpenRetries {
-			// Overwritten or deleted between lookup and open: the
-			// index has moved on, look again.
-			continue
-		}
-		if err != nil {
-			return nil, storage.ObjectInfo{}, fmt.Errorf("fs: open data of %q/%q: %w", bucket, key, err)
-		}
-		// The file is open: whatever happens to the key now, the
-		// stream reads this version (stream.go).
-		return s.io.open(ctx, f, start, length, rec.Stored), rec.info(bucket, key), nil
-	}
+	return s.GetObjectVersion(ctx, bucket, key, "", rng)
 }
 
 // clampRange turns an optional range into start and length within size.
@@ -245,46 +210,54 @@ func clampRange(rng *storage.Range, size int64) (start, length int64, err error)
 	return rng.Start, min(rng.Length, size-rng.Start), nil
 }
 
-// HeadObject returns the object's info.
+// HeadObject returns the info of the object's latest version.
 func (s *Store) HeadObject(ctx context.Context, bucket, key string) (storage.ObjectInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return storage.ObjectInfo{}, err
-	}
-	rec, err := s.lookup(bucket, key)
-	if err != nil {
-		return storage.ObjectInfo{}, err
-	}
-	return rec.info(bucket, key), nil
+	return s.HeadObjectVersion(ctx, bucket, key, "")
 }
 
-// DeleteObject removes the object; a missing key is not an error.
+// DeleteObject deletes as S3's DELETE without a version id does: the
+// object, or in a versioned bucket by a delete marker. A missing key is
+// not an error.
 func (s *Store) DeleteObject(ctx context.Context, bucket, key string) error {
-	var old string
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		old = ""
-		objs, err := subOf(tx, bucket, objBucket)
-		if err != nil {
-			return err
-		}
-		if objs.Get([]byte(key)) == nil {
-			return nil
-		}
-		old = s.prevFile(objs, bucket, key)
-		return objs.Delete([]byte(key))
-	})
-	if err != nil {
-		return err
-	}
-	s.removeData(old)
-	return nil
+	_, err := s.DeleteVersion(ctx, bucket, key, "")
+	return err
 }
 
-// UpdateMeta replaces the object's metadata and last-modified time; the
-// data file stays as it is.
+// UpdateMeta replaces the latest version's metadata and last-modified
+// time without rewriting its data. In a bucket that keeps versions this is
+// a new version: its data file is a second name of the old one's.
 func (s *Store) UpdateMeta(ctx context.Context, bucket, key string, meta storage.ObjectMeta) (storage.ObjectInfo, error) {
+	cur, _, err := s.lookupVersion(bucket, key, "")
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	state, err := s.BucketVersioning(ctx, bucket)
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	if state != storage.VersioningOff {
+		id, err := s.linkData(cur.File)
+		if err != nil {
+			return storage.ObjectInfo{}, err
+		}
+		rec := objRecord{File: id, Stored: cur.Stored, Modified: time.Now().UnixNano(), Meta: meta}
+		old, err := s.commitObject(ctx, bucket, key, &rec, func(tx *bolt.Tx, b *bolt.Bucket) error {
+			// Only onto the version whose bytes were linked.
+			if _, now, err := objectIn(tx, bucket, key); err != nil || now.File != cur.File {
+				return fmt.Errorf("fs: %q/%q: %w", bucket, key, storage.ErrVersionChanged)
+			}
+			return nil
+		})
+		if err != nil {
+			s.removeData(id)
+			return storage.ObjectInfo{}, err
+		}
+		s.removeData(old...)
+		return s.committedInfo(ctx, bucket, key, &rec), nil
+	}
 	var rec objRecord
 	now := time.Now().UnixNano()
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err = s.update(ctx, func(tx *bolt.Tx) error {
 		objs, r, err := objectIn(tx, bucket, key)
 		if err != nil {
 			return err

@@ -33,6 +33,20 @@ func (s *Store) recover(ctx context.Context) error {
 					return err
 				}
 			}
+			if ver := b.Bucket(verBucket); ver != nil {
+				if err := ver.ForEach(func(k, v []byte) error {
+					var rec objRecord
+					if err := decode(v, &rec); err != nil {
+						return fmt.Errorf("bucket %q version %x: %w", name, k, err)
+					}
+					if !rec.Marker {
+						live[rec.File] = struct{}{}
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+			}
 			if prt := b.Bucket(prtBucket); prt != nil {
 				return prt.ForEach(func(k, v []byte) error {
 					var rec partRecord

@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/facet-sds/facet/internal/diskformat"
@@ -88,6 +89,9 @@ type Store struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+
+	// lastStamp is the last version stamp given (versions.go).
+	lastStamp atomic.Uint64
 }
 
 // Open opens (creating if needed) the store in dir, removes what a crash
@@ -320,7 +324,7 @@ func isRefusal(err error) bool {
 	for _, e := range []error{
 		storage.ErrBucketNotFound, storage.ErrBucketExists, storage.ErrBucketNotEmpty,
 		storage.ErrObjectNotFound, storage.ErrUploadNotFound, storage.ErrInvalidPart,
-		storage.ErrInvalidPartOrder,
+		storage.ErrInvalidPartOrder, storage.ErrNoSuchVersion, storage.ErrInvalidVersion,
 	} {
 		if errors.Is(err, e) {
 			return true
