@@ -106,6 +106,8 @@ type Config struct {
 	// Audit, when set, gets a record of every action and refusal
 	// (audit.go) and serves GET /audit; nil answers that route 501.
 	Audit AuditLog
+	// Backups writes backup archives (GET /backup); nil answers 501.
+	Backups BackupSource
 }
 
 // maxBody bounds request bodies; the API's bodies are a few bytes of JSON.
@@ -134,6 +136,7 @@ type handler struct {
 	trash       TrashService
 	audit       AuditLog
 	opIDs       map[string]string
+	backups     BackupSource
 	log         *slog.Logger
 	tokenHash   *[sha256.Size]byte // nil: no token configured, refuse all
 	// metricsHash is MetricsToken's; nil when there is none.
@@ -224,6 +227,7 @@ var routes = []route{
 	{http.MethodGet, "/trash/{name}", (*handler).listTrash},
 	{http.MethodPost, "/trash/{name}/{id}/restore", (*handler).restoreTrash},
 	{http.MethodDelete, "/trash/{name}/{id}", (*handler).purgeTrash},
+	{http.MethodGet, "/backup", (*handler).backup},
 }
 
 // New returns the control API handler.
@@ -239,6 +243,7 @@ func New(cfg Config) http.Handler {
 	if cfg.Audit != nil {
 		h.audit, h.opIDs = cfg.Audit, operationIDs()
 	}
+	h.backups = cfg.Backups
 	if cfg.Token != "" {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		h.tokenHash = &sum

@@ -144,11 +144,7 @@ func (c *client) send(req *http.Request, out any) error {
 		return fmt.Errorf("admin API at %s: read answer: %w", c.base, err)
 	}
 	if resp.StatusCode >= 300 {
-		var e admin.Error
-		if json.Unmarshal(raw, &e) == nil && e.Code != "" {
-			return &apiError{Status: resp.StatusCode, Code: e.Code, Message: e.Error, Errors: e.Errors, Warnings: e.Warnings}
-		}
-		return fmt.Errorf("admin API at %s answered %s: %s", c.base, resp.Status, snippet(raw))
+		return c.answerError(resp, raw)
 	}
 	if out == nil {
 		return nil
@@ -157,6 +153,16 @@ func (c *client) send(req *http.Request, out any) error {
 		return fmt.Errorf("admin API at %s: unexpected answer (%w): %s", c.base, err, snippet(raw))
 	}
 	return nil
+}
+
+// answerError is the error of an answer with a failure status and body
+// raw: the API's JSON error when it is one.
+func (c *client) answerError(resp *http.Response, raw []byte) error {
+	var e admin.Error
+	if json.Unmarshal(raw, &e) == nil && e.Code != "" {
+		return &apiError{Status: resp.StatusCode, Code: e.Code, Message: e.Error, Errors: e.Errors, Warnings: e.Warnings}
+	}
+	return fmt.Errorf("admin API at %s answered %s: %s", c.base, resp.Status, snippet(raw))
 }
 
 func snippet(b []byte) string {

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -99,16 +97,11 @@ func InspectFormat(ctx context.Context, storeURL, dataDir string, logger *slog.L
 		db  kv
 		rep = diskformat.Report{Current: FormatVersion}
 	)
-	scheme, rest, _ := strings.Cut(storeURL, "://")
+	path, scheme, err := boltPath(storeURL, dataDir)
 	switch {
-	case storeURL == "" || scheme == "bolt":
-		path := filepath.Join(dataDir, DefaultBoltFile)
-		if scheme == "bolt" {
-			path = rest
-			if !filepath.IsAbs(path) {
-				path = filepath.Join(dataDir, path)
-			}
-		}
+	case err != nil:
+		return rep, err
+	case path != "":
 		rep.Store = "metadata store " + path
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return rep, nil
@@ -132,7 +125,7 @@ func InspectFormat(ctx context.Context, storeURL, dataDir string, logger *slog.L
 		return rep, fmt.Errorf("meta: unsupported metadata store URL scheme %q: want bolt:// or redis://", scheme)
 	}
 	defer db.close()
-	err := db.view(ctx, func(tx kvTx) error {
+	err = db.view(ctx, func(tx kvTx) error {
 		if _, err := tx.get(tblSystem, formatKey); err != nil {
 			// A bbolt file without the system table holds nothing.
 			return nil

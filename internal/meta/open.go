@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
-	"strings"
 )
 
 // DefaultBoltFile is the embedded store's file name inside the data
@@ -24,18 +22,12 @@ const DefaultBoltFile = "meta.db"
 // masterKey and logger are as for Open. The URL is only ever logged or
 // reported redacted.
 func OpenURL(ctx context.Context, storeURL, dataDir string, masterKey []byte, logger *slog.Logger) (*Store, error) {
-	scheme, rest, _ := strings.Cut(storeURL, "://")
+	path, scheme, err := boltPath(storeURL, dataDir)
 	switch {
-	case storeURL == "":
-		return Open(ctx, filepath.Join(dataDir, DefaultBoltFile), masterKey, logger)
-	case scheme == "bolt":
-		if rest == "" {
-			return nil, fmt.Errorf("meta: %q: want bolt://PATH", storeURL)
-		}
-		if !filepath.IsAbs(rest) {
-			rest = filepath.Join(dataDir, rest)
-		}
-		return Open(ctx, rest, masterKey, logger)
+	case err != nil:
+		return nil, err
+	case path != "":
+		return Open(ctx, path, masterKey, logger)
 	case scheme == "redis" || scheme == "rediss":
 		sl, err := newSealer(masterKey)
 		if err != nil {

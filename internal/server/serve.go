@@ -183,7 +183,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, Volumes: blk.volumes(), QoS: qr.admin(), Trash: trashAdmin{reqStores.trash},
 		Filters:  control.NewFilterAdmin(policies, fleet.FilterStore{Store: store, Announcer: announcer}, sandbox.catalog),
 		Locality: locator(backend), Node: opts.Node, Nodes: fleetNodes{self: self, fleet: qr.fleet}, Context: cr.api(),
-		Audit: auditAdmin})
+		Audit: auditAdmin, Backups: backupSource{meta: store, backend: backend}})
 
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	s.listen("s3", opts.S3Addr, &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errLog})

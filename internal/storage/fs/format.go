@@ -111,3 +111,9 @@ func InspectFormat(dir string) (diskformat.Report, error) {
 	})
 	return rep, err
 }
+
+// checkStored refuses an index of a format newer than this binary's.
+func checkStored(what string, stored int) error {
+	_, err := diskformat.Plan(what, stored, FormatVersion, formatSteps())
+	return err
+}
