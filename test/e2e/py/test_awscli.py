@@ -1,9 +1,11 @@
 """The aws cli (this venv's) against a real `facet serve`."""
 
+import datetime
 import filecmp
 import hashlib
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 
@@ -130,10 +132,16 @@ def test_presign_expiry(cli, tmp_path):
     cli.run("s3", "mb", f"s3://{b}")
     src = write(tmp_path / "p", 64, "presign")
     cli.run("s3", "cp", str(src), f"s3://{b}/p")
-    url = cli.run("s3", "presign", f"s3://{b}/p", "--expires-in", "2").stdout.strip()
+    # Long enough for the first GET on a loaded machine (the aws cli
+    # alone takes a second or more to start).
+    expires = 10
+    url = cli.run("s3", "presign", f"s3://{b}/p", "--expires-in", str(expires)).stdout.strip()
     with urllib.request.urlopen(url, timeout=10) as r:
         assert r.read() == src.read_bytes()
-    time.sleep(3)
+    # Past the expiry the URL itself states (X-Amz-Date is whole seconds).
+    amz_date = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["X-Amz-Date"][0]
+    signed = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+    time.sleep(max(0, signed + expires + 1.5 - time.time()))
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(url, timeout=10)
     assert e.value.code == 403
