@@ -61,6 +61,32 @@ func RunMetricsOverhead(ctx context.Context, dir string, sc SpineScenario, round
 		return res, err
 	}
 	defer srv.Close()
+	meter := &busMeter{srv: srv}
+	sides := OnOff{Names: [2]string{"metrics off", "metrics on"}, Args: func(string) [2][]string {
+		return [2][]string{{"--no-workload-metrics"}, {"--bus", srv.URL()}}
+	}, meter: meter}
+	if res.Rows, res.Summary, err = RunOnOff(ctx, dir, sc, rounds, sides, logw); err != nil {
+		return res, err
+	}
+	res.Period, res.Metrics = time.Second, len(metrics.Builtin())
+	periods := meter.time.Seconds() / res.Period.Seconds()
+	res.BusBytesPerPeriod, res.BusMsgsPerPeriod = float64(meter.bytes)/periods, float64(meter.msgs)/periods
+	return res, nil
+}
+
+// OnOff is a feature measured on and off: two `facet serve` processes
+// started with Args (given each round's directory), the first without
+// the feature, the second with it.
+type OnOff struct {
+	Names [2]string
+	Args  func(dir string) [2][]string
+	meter *busMeter // the bus's traffic, for workload metrics; nil: none
+}
+
+// RunOnOff measures sc's PUTs and GETs through the two servers of sides,
+// rounds times on fresh pairs, and returns the combined results (the
+// facet column is the feature on) and the on/off ratios.
+func RunOnOff(ctx context.Context, dir string, sc SpineScenario, rounds int, sides OnOff, logw io.Writer) ([]Comparison, []OverheadSummary, error) {
 	payload := textLike(int(sc.Size))
 	label := fmt.Sprintf("%s c=%d", sizeLabel(sc.Size), sc.Concurrency)
 	type side struct {
@@ -68,42 +94,40 @@ func RunMetricsOverhead(ctx context.Context, dir string, sc SpineScenario, round
 		cpu []time.Duration // the server's, per op
 	}
 	var puts, gets [2]side // off, on
-	meter := &busMeter{srv: srv}
 	for r := range rounds {
-		fmt.Fprintf(logw, "metrics overhead %s: round %d/%d ...\n", label, r+1, rounds)
-		if err := overheadRound(ctx, dir, sc, payload, meter, r%2 == 1, func(which int, put, get Result, putCPU, getCPU time.Duration) {
+		fmt.Fprintf(logw, "%s vs %s %s: round %d/%d ...\n", sides.Names[1], sides.Names[0], label, r+1, rounds)
+		if err := overheadRound(ctx, dir, sc, payload, sides, r%2 == 1, func(which int, put, get Result, putCPU, getCPU time.Duration) {
 			puts[which].res, puts[which].cpu = append(puts[which].res, put), append(puts[which].cpu, putCPU)
 			gets[which].res, gets[which].cpu = append(gets[which].res, get), append(gets[which].cpu, getCPU)
 		}); err != nil {
-			return res, err
+			return nil, nil, err
 		}
 	}
-	res.Period, res.Metrics = time.Second, len(metrics.Builtin())
-	periods := meter.time.Seconds() / res.Period.Seconds()
-	res.BusBytesPerPeriod, res.BusMsgsPerPeriod = float64(meter.bytes)/periods, float64(meter.msgs)/periods
+	var rows []Comparison
+	var summary []OverheadSummary
 	for _, op := range []struct {
 		name string
 		s    *[2]side
 	}{{"PUT " + label, &puts}, {"GET " + label, &gets}} {
 		offS, onS := op.s[0], op.s[1]
-		res.Rows = append(res.Rows, Comparison{Op: op.name, Direct: combine(offS.res), Facet: combine(onS.res)})
+		rows = append(rows, Comparison{Op: op.name, Direct: combine(offS.res), Facet: combine(onS.res)})
 		ratios := make([]float64, len(offS.res))
 		cpu := make([]float64, len(offS.res))
 		for i := range ratios {
 			ratios[i] = onS.res[i].OpsPerSec() / offS.res[i].OpsPerSec()
 			cpu[i] = float64(onS.cpu[i]) / float64(offS.cpu[i])
 		}
-		res.Summary = append(res.Summary, OverheadSummary{Op: op.name, ThroughputRatio: geomean(ratios), CPURatio: geomean(cpu),
+		summary = append(summary, OverheadSummary{Op: op.name, ThroughputRatio: geomean(ratios), CPURatio: geomean(cpu),
 			CPUOff: median(offS.cpu), CPUOn: median(onS.cpu)})
 	}
-	return res, nil
+	return rows, summary, nil
 }
 
 // overheadRound runs one round on a fresh pair of servers: a warm-up, then
-// PUTs and GETs in batches the two servers take in turns, the metrics-on
+// PUTs and GETs in batches the two servers take in turns, the feature-on
 // one started first and first to go when onFirst. It reports each side's results (which: 0 off,
 // 1 on) and the server's CPU per op.
-func overheadRound(ctx context.Context, dir string, sc SpineScenario, payload []byte, meter *busMeter, onFirst bool,
+func overheadRound(ctx context.Context, dir string, sc SpineScenario, payload []byte, sides OnOff, onFirst bool,
 	report func(which int, put, get Result, putCPU, getCPU time.Duration)) error {
 	dir, err := os.MkdirTemp(dir, "metrics-*")
 	if err != nil {
@@ -114,7 +138,7 @@ func overheadRound(ctx context.Context, dir string, sc SpineScenario, payload []
 	var procs [2]*serveProcess
 	// The server started second costs some more per PUT, whatever its
 	// configuration (up to a quarter here): the order alternates too.
-	args := [][]string{{"--no-workload-metrics"}, {"--bus", meter.srv.URL()}}
+	args := sides.Args(dir)
 	launch := []int{0, 1}
 	if onFirst {
 		launch = []int{1, 0}
@@ -150,7 +174,7 @@ func overheadRound(ctx context.Context, dir string, sc SpineScenario, payload []
 	// sways CPU time per operation by tens of percent, weighs on both alike.
 	const batches = 10
 	batch := SpineScenario{Size: sc.Size, Ops: max(sc.Ops/batches, 1), Concurrency: sc.Concurrency}
-	if err := meter.start(); err != nil {
+	if err := sides.meter.start(); err != nil {
 		return err
 	}
 	var results [2][2][]Result // server, op (PUT, GET)
@@ -162,7 +186,7 @@ func overheadRound(ctx context.Context, dir string, sc SpineScenario, payload []
 				order = []int{1, 0}
 			}
 			for _, which := range order {
-				name := [2]string{"metrics off", "metrics on"}[which]
+				name := sides.Names[which]
 				op := mk(gws[which])
 				base := b * batch.Ops
 				c0 := procs[which].cpu()
@@ -175,7 +199,7 @@ func overheadRound(ctx context.Context, dir string, sc SpineScenario, payload []
 			}
 		}
 	}
-	if err := meter.stop(); err != nil {
+	if err := sides.meter.stop(); err != nil {
 		return err
 	}
 	for which := range 2 {
@@ -195,12 +219,18 @@ type busMeter struct {
 }
 
 func (m *busMeter) start() (err error) {
+	if m == nil {
+		return nil
+	}
 	m.at = time.Now()
 	m.st, err = m.srv.Stats()
 	return err
 }
 
 func (m *busMeter) stop() error {
+	if m == nil {
+		return nil
+	}
 	st, err := m.srv.Stats()
 	if err != nil {
 		return err

@@ -87,7 +87,7 @@ func requestFlags(f *pflag.FlagSet, opts *server.Options, logLevel *string) {
 
 // auditFlags are the audit log's (serve and gateway).
 func auditFlags(f *pflag.FlagSet, a *server.AuditOptions) {
-	f.StringVar(&a.Path, "audit-log", "", "write the audit log (JSON lines: admin actions, S3 mutations, access denials, dashboard sign-ins) to this file, rotated by size; \"-\" for stdout (docs/security.md#audit-log)")
+	f.StringVar(&a.Path, "audit-log", "", "write the audit log (JSON lines: admin actions, S3 mutations, access denials, dashboard sign-ins) to this file, rotated by size; \"-\" for stdout (docs/audit.md)")
 	a.MaxSize = audit.DefaultMaxSize
 	f.Var((*sizeValue)(&a.MaxSize), "audit-log-max-size", "rotate the audit log before it passes this size (bytes, KiB, MiB or GiB)")
 	f.IntVar(&a.Keep, "audit-log-keep", audit.DefaultKeep, "rotated audit log files kept (PATH.1 newest ... PATH.N)")

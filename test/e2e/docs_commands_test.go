@@ -234,7 +234,7 @@ func runDocFile(t *testing.T, root, binDir string, blocks []docBlock) {
 	nbdAddr := freeAddr(t)
 	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(16), done: make(chan struct{})}
 	if err := s.launch([]string{"serve", "--data", s.dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr,
-		"--admin-token", s.token, "--nbd-addr", nbdAddr}, nil); err != nil {
+		"--admin-token", s.token, "--nbd-addr", nbdAddr, "--audit-log", filepath.Join(t.TempDir(), "audit.log")}, nil); err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
