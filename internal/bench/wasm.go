@@ -172,20 +172,8 @@ func wasmInProcess(ctx context.Context, w io.Writer, noop, xorCode, rust []byte)
 		return err
 	}
 	defer rt.Close(ctx)
-	info := func(name string, rev bool) filter.Info {
-		return filter.Info{Name: name, Version: 1, Methods: []filter.Method{filter.MethodPut}, Stages: []filter.Stage{filter.StageGateway},
-			Reversible: rev, Params: []filter.ParamSpec{{Name: "key", Type: filter.TypeString}}}
-	}
 	build := func(name string, code []byte, p filter.Params) (filter.Transformer, error) {
-		in, err := wasm.New(ctx, rt, info(name, false), code, wasm.Limits{Timeout: time.Minute})
-		if err != nil {
-			return nil, err
-		}
-		f, err := in.New(p, filter.Env{})
-		if err != nil {
-			return nil, err
-		}
-		return f.(filter.Transformer), nil
+		return wasmTransformer(ctx, rt, name, code, p)
 	}
 	run := func(f filter.Transformer, in []byte) (time.Duration, error) {
 		t0 := time.Now()
@@ -290,6 +278,22 @@ func wasmInProcess(ctx context.Context, w io.Writer, noop, xorCode, rust []byte)
 		fmt.Fprintf(w, "| %s | %.0f | %.2f |\n", x.label, v, v/nat)
 	}
 	return nil
+}
+
+// wasmTransformer is a one-way PUT filter running code in rt, with one
+// string parameter, key, and a deadline no run reaches.
+func wasmTransformer(ctx context.Context, rt *wasm.Runtime, name string, code []byte, p filter.Params) (filter.Transformer, error) {
+	in, err := wasm.New(ctx, rt, filter.Info{Name: name, Version: 1, Methods: []filter.Method{filter.MethodPut},
+		Stages: []filter.Stage{filter.StageGateway}, Params: []filter.ParamSpec{{Name: "key", Type: filter.TypeString}}},
+		code, wasm.Limits{Timeout: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	f, err := in.New(p, filter.Env{})
+	if err != nil {
+		return nil, err
+	}
+	return f.(filter.Transformer), nil
 }
 
 type wasmModule struct {

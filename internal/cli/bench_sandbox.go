@@ -9,7 +9,7 @@ import (
 )
 
 func newBenchWasmCommand() *cobra.Command {
-	var quick bool
+	var quick, budget bool
 	var modules string
 	cmd := &cobra.Command{
 		Use:   "wasm",
@@ -24,10 +24,15 @@ func newBenchWasmCommand() *cobra.Command {
 			if quick {
 				ops = 10
 			}
-			return bench.RunWasm(cmd.Context(), d, bench.WasmOptions{Modules: modules, Ops: ops, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
+			o := bench.WasmOptions{Modules: modules, Ops: ops, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()}
+			if budget {
+				return bench.RunWasmBudget(cmd.Context(), o)
+			}
+			return bench.RunWasm(cmd.Context(), d, o)
 		},
 	}
 	cmd.Flags().BoolVar(&quick, "quick", false, "small run, for smoke tests")
+	cmd.Flags().BoolVar(&budget, "budget", false, "only what the node's WASM budget (admission, CPU accounting) adds to an uncontended instance, in process")
 	cmd.Flags().StringVar(&modules, "modules", "bin/wasm", "directory of the built example modules (make wasm-examples)")
 	return cmd
 }

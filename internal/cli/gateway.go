@@ -81,6 +81,7 @@ func requestFlags(f *pflag.FlagSet, opts *server.Options, logLevel *string) {
 	f.BoolVar(&opts.NoWorkloadMetrics, "no-workload-metrics", false, "do not measure requests for dynamic policies (their controllers then hold)")
 	f.StringVar(&opts.CacheDir, "cache-dir", "", "local fast disk for the caching filter's object cache (default: DATA/cache for serve; none for gateway)")
 	f.StringVar(&opts.WasmCacheDir, "wasm-cache-dir", "", "compiled WASM filter modules, reused across restarts (default: DATA/wasm/cache for serve; the user's cache directory, e.g. ~/.cache/facet/wasm, for gateway; \"off\" for none)")
+	wasmBudgetFlags(f, &opts.WasmBudget)
 	f.DurationVar(&opts.TrashPurgeEvery, "trash-purge-every", 10*time.Minute, "how often the recycle bin purges objects past their max_time")
 	auditFlags(f, &opts.Audit)
 }

@@ -30,6 +30,14 @@ func S3Error(err error, bucket, key string) error {
 		return e
 	}
 	switch {
+	case errors.Is(err, filter.ErrBusy):
+		// The node's filter budget, not the filter nor the client: the
+		// SDKs retry SlowDown by themselves.
+		msg := err.Error()
+		if errors.As(err, &ff) {
+			msg = ff.Error()
+		}
+		return &s3err.Error{Code: s3err.SlowDown, Bucket: bucket, Key: key, Message: "Please reduce your request rate: " + msg, Err: err}
 	case errors.As(err, &ff):
 		return &s3err.Error{Code: s3err.FilterFailed, Bucket: bucket, Key: key, Message: ff.Error(), Err: err}
 	case errors.Is(err, ErrFilterUnavailable):

@@ -220,7 +220,9 @@ func (p *Plane) encodeForStorage(ctx context.Context, t Target, size int64, obj 
 	}
 	out, planOf, err := pipe.Put(writeContext(ctx), freq, body)
 	if err != nil {
-		return nil, nil, s3err.Wrap(s3err.InternalError, err)
+		// A filter that could not start: the node's filter budget
+		// (SlowDown) or the filter itself.
+		return nil, nil, S3Error(err, t.Bucket, t.Key)
 	}
 	return out, func(m *storage.ObjectMeta) error {
 		plan, err := planOf()

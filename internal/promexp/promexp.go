@@ -70,6 +70,8 @@ type Exporter struct {
 	throttled     *prometheus.CounterVec
 	restarts      *prometheus.CounterVec
 	filterFails   *prometheus.CounterVec
+	wasmCPU       *prometheus.CounterVec
+	wasmWaits     *prometheus.CounterVec
 
 	// Handles resolved once, so a request costs map reads, not label
 	// hashing under the vectors' locks.
@@ -143,6 +145,7 @@ func New(cfg Config) *Exporter {
 		Help: "Restarts of supervised controllers after a failure or panic.",
 	}, []string{"controller"})
 	e.filterFails = newFilterFailures()
+	e.wasmCPU, e.wasmWaits = newWasmCPU(), newWasmWaits()
 	build := cfg.Build
 	if build == (buildinfo.Info{}) {
 		build = buildinfo.Get()
@@ -152,7 +155,7 @@ func New(cfg Config) *Exporter {
 		Help:        "Always 1; its labels say which Facet build this instance runs (facet version).",
 		ConstLabels: prometheus.Labels{"version": build.Version, "commit": build.Commit, "goversion": build.GoVersion},
 	}, func() float64 { return 1 }))
-	e.reg.MustRegister(e.requests, e.bytes, e.duration, e.active, e.filterSeconds, e.filterBytes, e.throttled, e.restarts, e.filterFails,
+	e.reg.MustRegister(e.requests, e.bytes, e.duration, e.active, e.filterSeconds, e.filterBytes, e.throttled, e.restarts, e.filterFails, e.wasmCPU, e.wasmWaits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Policies != nil {
 		e.reg.MustRegister(PolicyTableVersion(cfg.Policies))

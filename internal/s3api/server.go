@@ -21,6 +21,7 @@ import (
 
 	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/dataplane"
+	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/flowctx"
 	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/s3err"
@@ -291,7 +292,8 @@ func (s *Server) serve(w http.ResponseWriter, req *request) error {
 	// What request classification reads (flowctx, at admission), from
 	// this one parse of the request.
 	h := req.Header
-	req.Request = req.WithContext(flowctx.With(req.Context(), &flowctx.Request{
+	// The request's share of node-wide filter budgets (filter.Scope).
+	req.Request = req.WithContext(flowctx.With(filter.WithScope(req.Context()), &flowctx.Request{
 		Context: fc, Present: present, BucketKey: t.classKey(), UserAgent: req.UserAgent(),
 		Meta: func(name string) string { return h.Get("X-Amz-Meta-" + name) },
 	}))

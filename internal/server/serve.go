@@ -74,7 +74,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	if opts.stateless() {
 		wasmDir = ""
 	}
-	sandbox, err := startWasm(s.ctx, wasmDir, opts.WasmCacheDir, store, prom.FilterFailed, logger)
+	sandbox, err := startWasm(s.ctx, wasmDir, opts.WasmCacheDir, opts.WasmBudget, store, prom, logger)
 	if err != nil {
 		return fmt.Errorf("wasm filters: %w", err)
 	}

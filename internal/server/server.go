@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/facet-sds/facet/internal/admin"
+	"github.com/facet-sds/facet/internal/filter/wasm"
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/storage"
 	"github.com/facet-sds/facet/internal/storage/fs"
@@ -158,6 +159,9 @@ type Options struct {
 	// (serve) or a directory under the user's cache directory (gateway:
 	// a cache, not state), "off" none.
 	WasmCacheDir string
+	// WasmBudget bounds the WASM filter instances running at once, and
+	// their memory, fairly between tenants; zero Instances admits all.
+	WasmBudget wasm.BudgetConfig
 	// TrashPurgeEvery is how often the recycle bin purges expired
 	// objects; 0 means every 10 minutes.
 	TrashPurgeEvery time.Duration

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/facet-sds/facet/internal/filter/wasm"
 )
@@ -44,7 +45,14 @@ func wasmCacheDir(dataDir, configured string) string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("facet-wasm-cache-%d", os.Getuid()))
 }
 
-func startWasm(ctx context.Context, dataDir, cacheDir string, store wasm.Store, onFailure func(filter, reason string), logger *slog.Logger) (*wasmFilters, error) {
+// wasmHooks are where the runtime reports to the metrics.
+type wasmHooks interface {
+	FilterFailed(filter, reason string)
+	WasmAdmitted(tenant, outcome string)
+	WasmCPU(tenant, filter string, d time.Duration)
+}
+
+func startWasm(ctx context.Context, dataDir, cacheDir string, budget wasm.BudgetConfig, store wasm.Store, hooks wasmHooks, logger *slog.Logger) (*wasmFilters, error) {
 	var depsDir string
 	if dataDir != "" {
 		depsDir = filepath.Join(dataDir, "wasm", "deps")
@@ -61,12 +69,19 @@ func startWasm(ctx context.Context, dataDir, cacheDir string, store wasm.Store, 
 			cacheDir = ""
 		}
 	}
-	rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: cacheDir, Logger: logger, OnFailure: onFailure})
+	cfg := wasm.Config{CacheDir: cacheDir, Logger: logger, Budget: budget}
+	if hooks != nil {
+		cfg.OnFailure, cfg.OnAdmit, cfg.OnCPU = hooks.FilterFailed, hooks.WasmAdmitted, hooks.WasmCPU
+	}
+	rt, err := wasm.NewRuntime(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	if cacheDir != "" {
 		logger.Info("wasm compilation cache", "dir", cacheDir)
+	}
+	if budget.Instances > 0 {
+		logger.Info("wasm budget", "instances", budget.Instances, "memory_mib", budget.Memory>>20, "queue_timeout", budget.Wait)
 	}
 	cat, err := wasm.NewCatalog(wasm.CatalogConfig{Runtime: rt, Store: store, Logger: logger, DepsDir: depsDir, Limits: wasm.DefaultLimits()})
 	if err != nil {

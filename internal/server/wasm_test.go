@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/facet-sds/facet/internal/filter/wasm"
 )
 
 func TestWasmCacheDir(t *testing.T) {
@@ -40,12 +42,12 @@ func TestWasmCacheUnavailable(t *testing.T) {
 	}
 	t.Setenv("XDG_CACHE_HOME", ro)
 	logger := slog.New(slog.DiscardHandler)
-	w, err := startWasm(context.Background(), "", "", nil, nil, logger)
+	w, err := startWasm(context.Background(), "", "", wasm.BudgetConfig{}, nil, nil, logger)
 	if err != nil {
 		t.Fatalf("default cache place unusable: %v", err)
 	}
 	w.close()
-	if _, err := startWasm(context.Background(), "", filepath.Join(ro, "x"), nil, nil, logger); err == nil {
+	if _, err := startWasm(context.Background(), "", filepath.Join(ro, "x"), wasm.BudgetConfig{}, nil, nil, logger); err == nil {
 		t.Fatal("a configured cache directory that cannot be made was accepted")
 	}
 }

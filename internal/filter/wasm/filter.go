@@ -143,7 +143,11 @@ func (t *transformer) Transform(ctx context.Context, req *filter.Request, in io.
 			dir = "get"
 		}
 	}
-	return t.ver.Module.Run(ctx, t.invocation(req, dir, size, t.info.Version, t.ver.Deps, t.params), t.lim, in), nil
+	out, err := t.ver.Module.Start(ctx, t.invocation(req, dir, size, t.info.Version, t.ver.Deps, t.params), t.lim, in)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // reversible runs the module with direction put on PUT and get on GET.
@@ -165,7 +169,11 @@ func (r *reversible) Encode(ctx context.Context, req *filter.Request, plain io.R
 		size = req.Size
 	}
 	in := &counter{r: plain}
-	out := &counter{r: r.t.ver.Module.Run(ctx, r.t.invocation(req, "put", size, r.t.info.Version, r.t.ver.Deps, r.t.params), r.t.lim, in)}
+	run, err := r.t.ver.Module.Start(ctx, r.t.invocation(req, "put", size, r.t.info.Version, r.t.ver.Deps, r.t.params), r.t.lim, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &counter{r: run}
 	rec := func() (filter.Record, error) {
 		if !out.eof {
 			return filter.Record{}, fmt.Errorf("wasm filter %q: record requested before the stream reached EOF", r.t.info.Name)
@@ -239,7 +247,10 @@ func (d *decoded) Open(ctx context.Context, off, n int64) (io.ReadCloser, error)
 	if err != nil {
 		return nil, err
 	}
-	out := d.ver.Module.Run(ctx, d.r.t.invocation(d.req, "get", d.src.Size(), d.version, d.ver.Deps, d.params), d.r.t.lim, stored)
+	out, err := d.ver.Module.Start(ctx, d.r.t.invocation(d.req, "get", d.src.Size(), d.version, d.ver.Deps, d.params), d.r.t.lim, stored)
+	if err != nil {
+		return nil, errors.Join(err, stored.Close())
+	}
 	rc := &rangeReader{out: out, stored: stored, name: d.r.t.info.Name, n: n, atEnd: off+n == d.size}
 	if _, err := io.CopyN(io.Discard, out, off); err != nil {
 		_ = rc.Close()

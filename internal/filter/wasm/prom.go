@@ -13,8 +13,8 @@ func (r *Runtime) Collectors() []prometheus.Collector {
 			ConstLabels: prometheus.Labels{"source": source},
 		}, func() float64 { return float64(f(r.Stats())) })
 	}
-	return []prometheus.Collector{
+	return append([]prometheus.Collector{
 		vec("compiled", func(s CompileStats) uint64 { return s.Compiled }),
 		vec("cache", func(s CompileStats) uint64 { return s.Loaded }),
-	}
+	}, r.budgetCollectors()...)
 }

@@ -28,6 +28,9 @@ var (
 	ErrExit      = errors.New("exited with non-zero status")
 	ErrTrap      = errors.New("trapped")
 	ErrCanceled  = errors.New("request canceled")
+	// ErrBusy refuses an instance the node's budget had no room for
+	// (BudgetConfig): the S3 front end answers 503 SlowDown.
+	ErrBusy = filter.ErrBusy
 )
 
 // Error is a failed invocation. Its message names the filter and the
@@ -51,7 +54,7 @@ func (e *Error) Unwrap() error { return e.Reason }
 func (e *Error) FailedFilter() string { return e.Filter }
 
 // FailureReason implements filter.Failure: a short label (trap, timeout,
-// memory, output, exit, canceled), the metric's reason label.
+// memory, output, exit, canceled, busy), the metric's reason label.
 func (e *Error) FailureReason() string { return reasonLabel(e.Reason) }
 
 var _ filter.Failure = (*Error)(nil)
@@ -71,6 +74,8 @@ func reasonLabel(r error) string {
 		return "exit"
 	case errors.Is(r, ErrCanceled):
 		return "canceled"
+	case errors.Is(r, ErrBusy):
+		return "busy"
 	}
 	return "other"
 }
@@ -144,20 +149,28 @@ func envName(n string) string {
 	}, n)
 }
 
-// Run starts a fresh instance of m with in as stdin and returns its
-// stdout. Nothing is buffered beyond what the module itself holds: the
-// instance runs in its own goroutine and writes into a pipe the caller
-// reads. A failure surfaces as the read error, an *Error. Closing the
-// returned reader before EOF stops the instance.
-func (m *Module) Run(ctx context.Context, inv Invocation, lim Limits, in io.Reader) io.ReadCloser {
+// Start starts a fresh instance of m with in as stdin and returns its
+// stdout. It first waits for room in the runtime's budget (BudgetConfig),
+// and answers an *Error wrapping ErrBusy when it finds none. Nothing is
+// buffered beyond what the module itself holds: the instance runs in its
+// own goroutine and writes into a pipe the caller reads. A failure of the
+// instance surfaces as the read error, an *Error. Closing the returned
+// reader before EOF stops the instance.
+func (m *Module) Start(ctx context.Context, inv Invocation, lim Limits, in io.Reader) (io.ReadCloser, error) {
 	lim = lim.withDefaults()
+	if !m.rt.enter() {
+		return nil, &Error{Filter: m.name, Reason: ErrCanceled, Detail: errRuntimeClosed.Error()}
+	}
+	release, err := m.rt.admit(ctx, inv.Tenant, m.reserve)
+	if err != nil {
+		m.rt.live.Done()
+		if errors.Is(err, ErrBusy) {
+			return nil, &Error{Filter: m.name, Reason: err}
+		}
+		return nil, &Error{Filter: m.name, Reason: ErrCanceled, Detail: err.Error()}
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	pr, pw := io.Pipe()
-	if !m.rt.enter() {
-		cancel(errRuntimeClosed)
-		pw.CloseWithError(&Error{Filter: m.name, Reason: ErrCanceled, Detail: errRuntimeClosed.Error()})
-		return &output{pr: pr, bufs: &m.rt.copyBufs, stop: func() {}}
-	}
 	stopWithRuntime := context.AfterFunc(m.rt.life, func() { cancel(errRuntimeClosed) })
 	// fail stops the instance at its next check and unblocks a write
 	// pending on the pipe, whichever comes first.
@@ -190,10 +203,15 @@ func (m *Module) Run(ctx context.Context, inv Invocation, lim Limits, in io.Read
 		defer m.rt.live.Done()
 		defer stopWithRuntime()
 		defer cancel(nil)
+		clock := m.rt.startClock()
 		mod, err := m.rt.rt.InstantiateModule(m.image.withMemory(ctx), m.compiled, cfg)
 		if mod != nil {
 			_ = mod.Close(context.WithoutCancel(ctx))
 		}
+		m.rt.charge(clock, inv.Tenant, m.name)
+		// The instance and its memory are gone: its slot is free before
+		// the rest of its input is drained.
+		release()
 		wd.stop()
 		stderr.finish()
 		cerr := m.classify(ctx, err, stderr)
@@ -213,10 +231,10 @@ func (m *Module) Run(ctx context.Context, inv Invocation, lim Limits, in io.Read
 	}()
 	return &output{pr: pr, bufs: &m.rt.copyBufs, stop: func() {
 		cancel(&Error{Filter: m.name, Reason: ErrCanceled, Detail: "output closed before EOF"})
-	}}
+	}}, nil
 }
 
-// baseConfig is what every instance of every module shares; Run derives
+// baseConfig is what every instance of every module shares; Start derives
 // each request's configuration from it (each With* copies, so the base
 // is never changed). It holds no environment: wazero appends variables
 // to the slice a copy shares with its base.

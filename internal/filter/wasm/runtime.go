@@ -3,8 +3,10 @@
 // mode, runs a fresh instance per request with stdin as the input stream
 // and stdout as the output stream, and enforces the sandbox's limits
 // (memory pages, a deadline that grows with the bytes processed, an output
-// cap proportional to the input, bounded stderr logging). The ABI is
-// documented in docs/filters.md.
+// cap proportional to the input, bounded stderr logging), and the node's
+// budget of all its instances (running at once, their memory), shared
+// fairly between tenants, with each instance's CPU time charged to its
+// tenant. The ABI is documented in docs/filters.md.
 package wasm
 
 import (
@@ -20,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
@@ -37,6 +40,15 @@ type Config struct {
 	// reason (trap, timeout, memory, output, exit), for metrics; a request
 	// canceled by its client is not the filter's failure and is not told.
 	OnFailure func(filter, reason string)
+	// Budget bounds the instances running at once and their memory,
+	// node-wide and fairly between tenants; the zero value admits all.
+	Budget BudgetConfig
+	// OnAdmit, when set, is told the outcome of each instance's wait for
+	// the budget (Admit*), by tenant.
+	OnAdmit func(tenant, outcome string)
+	// OnCPU, when set, is told each instance's CPU time, by tenant and
+	// filter: its thread's CPU time on Linux, its wall time elsewhere.
+	OnCPU func(tenant, filter string, d time.Duration)
 }
 
 // DefaultMemoryPages is 128 MiB: a Go wasip1 module needs a few MiB for
@@ -50,6 +62,9 @@ type Runtime struct {
 	pages     uint32
 	logger    *slog.Logger
 	onFailure func(filter, reason string)
+	onCPU     func(tenant, filter string, d time.Duration)
+	// budget admits instances; nil admits all at once.
+	budget *budget
 	// copyBufs holds 1 MiB buffers for copying instances' output.
 	copyBufs sync.Pool
 	// cacheDir is the on-disk compilation cache ("" for none); compileMu
@@ -103,14 +118,21 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("wasm: instantiating WASI: %w", err)
 	}
-	r := &Runtime{rt: rt, cache: cache, pages: pages, logger: logger, onFailure: cfg.OnFailure, cacheDir: cfg.CacheDir}
+	r := &Runtime{rt: rt, cache: cache, pages: pages, logger: logger, onFailure: cfg.OnFailure, onCPU: cfg.OnCPU, cacheDir: cfg.CacheDir}
+	if cfg.Budget.Instances > 0 {
+		r.budget = newBudget(cfg.Budget, cfg.OnAdmit)
+		if capBytes := int64(pages) * pageSize; r.budget.cfg.Memory < capBytes {
+			_ = rt.Close(ctx)
+			return nil, fmt.Errorf("wasm: a memory budget of %d MiB holds no instance of the %d MiB memory cap", r.budget.cfg.Memory>>20, capBytes>>20)
+		}
+	}
 	r.life, r.endLife = context.WithCancel(context.WithoutCancel(ctx))
 	r.copyBufs.New = func() any { b := make([]byte, 1<<20); return &b }
 	return r, nil
 }
 
 // Close stops the running instances, waits for them to return, and
-// releases every compiled module. Run after Close fails its reads.
+// releases every compiled module. Start after Close fails.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.liveMu.Lock()
 	r.closed = true
@@ -146,6 +168,9 @@ type Module struct {
 	// image is the initial memory instances map, nil when the compiled
 	// code initialises memory itself.
 	image *memImage
+	// reserve is what an instance takes of the budget's memory: the
+	// runtime's cap or the module's declared maximum, the smaller.
+	reserve int64
 	// config is baseConfig; fsConfigs caches depsFS by directory.
 	config    wazero.ModuleConfig
 	fsConfigs sync.Map
@@ -182,7 +207,37 @@ func (r *Runtime) Compile(ctx context.Context, name string, code []byte) (*Modul
 			return nil, fmt.Errorf("wasm filter %q: imports %s.%s; only %s is provided", name, mod, fn, wasi_snapshot_preview1.ModuleName)
 		}
 	}
-	return &Module{name: name, rt: r, compiled: cm, image: img, config: baseConfig()}, nil
+	return &Module{name: name, rt: r, compiled: cm, image: img, config: baseConfig(), reserve: memoryReserve(cm, r.pages)}, nil
+}
+
+// pageSize is WebAssembly's memory page.
+const pageSize = 64 << 10
+
+// memoryReserve is the most linear memory an instance of cm can hold
+// under a cap of pages.
+func memoryReserve(cm wazero.CompiledModule, pages uint32) int64 {
+	p := pages
+	lower := func(d api.MemoryDefinition) {
+		if m, ok := d.Max(); ok && m < p {
+			p = m
+		}
+	}
+	for _, d := range cm.ExportedMemories() {
+		lower(d)
+	}
+	for _, d := range cm.ImportedMemories() {
+		lower(d)
+	}
+	return int64(p) * pageSize
+}
+
+// BudgetStats reports what the runtime's budget holds now (zero without
+// a budget).
+func (r *Runtime) BudgetStats() BudgetStats {
+	if r.budget == nil {
+		return BudgetStats{}
+	}
+	return r.budget.stats()
 }
 
 // prepare returns the code to compile and, when the module's data can
