@@ -149,7 +149,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	checked := integrity.Wrap(backend, integrity.Options{NoVerify: opts.NoVerifyReads,
 		Failures: integrityFailures{owners: cache, backend: backendKind(*opts), m: integ, log: logger}})
 	data := dataplane.New(dataplane.Config{
-		Backend: checked, Logger: logger,
+		Backend: integrity.WithVersions(checked), Logger: logger,
 		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
 		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash, Changes: reqStores.changes,
 	})
