@@ -108,6 +108,9 @@ type Config struct {
 	Audit AuditLog
 	// Backups writes backup archives (GET /backup); nil answers 501.
 	Backups BackupSource
+	// Scrub runs and reports integrity scrubs; nil answers its routes
+	// 501.
+	Scrub ScrubService
 }
 
 // maxBody bounds request bodies; the API's bodies are a few bytes of JSON.
@@ -137,6 +140,7 @@ type handler struct {
 	audit       AuditLog
 	opIDs       map[string]string
 	backups     BackupSource
+	scrub       ScrubService
 	log         *slog.Logger
 	tokenHash   *[sha256.Size]byte // nil: no token configured, refuse all
 	// metricsHash is MetricsToken's; nil when there is none.
@@ -228,6 +232,8 @@ var routes = []route{
 	{http.MethodPost, "/trash/{name}/{id}/restore", (*handler).restoreTrash},
 	{http.MethodDelete, "/trash/{name}/{id}", (*handler).purgeTrash},
 	{http.MethodGet, "/backup", (*handler).backup},
+	{http.MethodPost, "/scrub", (*handler).startScrub},
+	{http.MethodGet, "/scrub", (*handler).scrubStatus},
 }
 
 // New returns the control API handler.
@@ -244,6 +250,7 @@ func New(cfg Config) http.Handler {
 		h.audit, h.opIDs = cfg.Audit, operationIDs()
 	}
 	h.backups = cfg.Backups
+	h.scrub = cfg.Scrub
 	if cfg.Token != "" {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		h.tokenHash = &sum

@@ -60,6 +60,7 @@ func NewCommand() *cobra.Command {
 	pf.StringVar(&o.secretKey, "secret-key", "", "the access key's secret (env "+EnvSecretKey+")")
 
 	cmd.AddCommand(o.trashCommand(), o.auditCommand())
+	cmd.AddCommand(o.scrubCommand())
 	cmd.AddCommand(o.tenantCommand(), o.keyCommand(), o.bucketCommand(),
 		o.groupCommand(), o.policyCommand(), o.filterCommand(), o.controllerCommand(),
 		o.localityCommand(), o.nodeCommand(), o.contextCommand(), o.poolCommand(), o.volumeCommand())

@@ -146,8 +146,16 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	s.runAgent(qr, work.bus, self, backend)
 	integ := promexp.NewIntegrity()
 	prom.Registry().MustRegister(integ.Collectors()...)
-	checked := integrity.Wrap(backend, integrity.Options{NoVerify: opts.NoVerifyReads,
-		Failures: integrityFailures{owners: cache, backend: backendKind(*opts), m: integ, log: logger}})
+	failures := integrityFailures{owners: cache, backend: backendKind(*opts), m: integ, log: logger}
+	checked := integrity.Wrap(backend, integrity.Options{NoVerify: opts.NoVerifyReads, Failures: failures})
+	scrubCfg := integrity.ScrubConfig{Backend: backend, Failures: failures, Observer: integ, Logger: logger}
+	if qr.limiter != nil {
+		scrubCfg.Background = scrubQoS{qr.limiter}
+	}
+	scrubber := integrity.NewScrubber(scrubCfg)
+	// A scrub runs for the server's life; the stores close after it ends.
+	scrubLife, endScrubs := context.WithCancel(s.ctx)
+	s.stops = append(s.stops, func() error { endScrubs(); scrubber.Wait(); return nil })
 	data := dataplane.New(dataplane.Config{
 		Backend: integrity.WithVersions(checked), Logger: logger,
 		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
@@ -181,6 +189,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	adminHandler := admin.New(admin.Config{Store: fleet.AdminStore{Store: store, Reload: policies.Reload, Sync: syncer, Log: logger}, Token: token, Logger: logger,
 		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
 		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, Volumes: blk.volumes(), QoS: qr.admin(), Trash: trashAdmin{reqStores.trash},
+		Scrub:    scrubService{s: scrubber, store: store, life: scrubLife},
 		Filters:  control.NewFilterAdmin(policies, fleet.FilterStore{Store: store, Announcer: announcer}, sandbox.catalog),
 		Locality: locator(backend), Node: opts.Node, Nodes: fleetNodes{self: self, fleet: qr.fleet}, Context: cr.api(),
 		Audit: auditAdmin, Backups: backupSource{meta: store, backend: backend}})

@@ -3,12 +3,14 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/storage/s3/s3test"
 )
 
@@ -93,6 +96,11 @@ func serverErrorCode(err error) string {
 func checkFlipped(t *testing.T, s *server, c creds, storeDir, backend string) {
 	cli := s.sdk(c)
 	mkBucket(t, cli, "integ")
+	// An intact object and an intact bucket the scrubber reads as ok.
+	fine := seededBytes(integrityBlock+10, 5)
+	putBytes(t, cli, "integ", "fine", fine)
+	mkBucket(t, cli, "integ-ok")
+	putBytes(t, cli, "integ-ok", "fine", fine)
 
 	// A small object: damage is found before the answer starts.
 	small := seededBytes(4096, 1)
@@ -149,6 +157,49 @@ func checkFlipped(t *testing.T, s *server, c creds, storeDir, backend string) {
 	if !ok || n < 5 {
 		t.Fatalf("facet_integrity_failures_total = %v (%v), want at least 5", n, ok)
 	}
+
+	// The scrubber finds exactly the three damaged objects.
+	rep := scrub(t, s, "--tenant", c.Tenant)
+	var damaged []string
+	for _, f := range rep.Findings {
+		if f.Result != "damaged" || f.Bucket != "integ" || f.Tenant != c.Tenant {
+			t.Errorf("finding %+v", f)
+		}
+		damaged = append(damaged, f.Key)
+	}
+	slices.Sort(damaged)
+	if rep.State != "done" || rep.Buckets != 2 || rep.Objects != 5 || rep.OK != 2 || rep.Damaged != 3 || rep.Missing != 0 || rep.Unverified != 0 ||
+		!slices.Equal(damaged, []string{"big", "mp", "small"}) {
+		t.Fatalf("scrub report %+v", rep)
+	}
+	// A bucket's scrub covers that bucket alone.
+	if rep := scrub(t, s, "--bucket", "integ-ok"); rep.Objects != 1 || rep.OK != 1 || len(rep.Findings) != 0 {
+		t.Fatalf("scrub of the intact bucket: %+v", rep)
+	}
+	if out, err := s.ctl(t, "scrub", "--bucket", "no-such-bucket"); err == nil {
+		t.Fatalf("scrub of a missing bucket: %s", out)
+	}
+	var last admin.ScrubReport
+	if out, err := s.ctl(t, "scrub", "status", "-o", "json"); err != nil || json.Unmarshal(out, &last) != nil || last.Bucket != "integ-ok" {
+		t.Fatalf("scrub status: %s %v", out, err)
+	}
+	if v, _ := s.metricValue(t, `facet_scrub_objects_total{result="damaged"}`); v != 3 {
+		t.Fatalf("facet_scrub_objects_total{result=damaged} = %v", v)
+	}
+}
+
+// scrub runs facet ctl scrub --wait with args and returns its report.
+func scrub(t *testing.T, s *server, args ...string) admin.ScrubReport {
+	t.Helper()
+	out, err := s.ctl(t, append([]string{"scrub", "--wait", "-o", "json"}, args...)...)
+	if err != nil {
+		t.Fatalf("facet ctl scrub %v: %v\n%s", args, err, out)
+	}
+	var rep admin.ScrubReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("scrub report %s: %v", out, err)
+	}
+	return rep
 }
 
 func TestIntegrityFlippedByte(t *testing.T) {
