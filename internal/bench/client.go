@@ -69,37 +69,11 @@ func objectPath(bucket, key string) string {
 // do sends one signed request. The response body is drained into buf and
 // its length returned; a non-2xx status is an error naming the S3 code.
 func (c *s3Client) do(ctx context.Context, method, path, query string, body io.Reader, size int64, buf []byte) (int64, error) {
-	u := c.endpoint + path
-	if query != "" {
-		u += "?" + query
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return 0, err
-	}
-	if body != nil {
-		req.ContentLength = size
-		// Never nil-body: a zero-length PUT still sends Content-Length: 0.
-		if size == 0 {
-			req.Body = http.NoBody
-		}
-	}
-	req.Header.Set("x-amz-content-sha256", "UNSIGNED-PAYLOAD")
-	if err := c.signer.SignHTTP(ctx, c.creds, req, "UNSIGNED-PAYLOAD", "s3", c.region, time.Now()); err != nil {
-		return 0, err
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(ctx, method, path, query, body, size)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		if resp.StatusCode == http.StatusNotFound {
-			return 0, errNotFound
-		}
-		return 0, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, s3Code(msg))
-	}
 	var n int64
 	for {
 		m, err := resp.Body.Read(buf)
@@ -111,6 +85,44 @@ func (c *s3Client) do(ctx context.Context, method, path, query string, body io.R
 			return n, err
 		}
 	}
+}
+
+// send signs and sends one request; a non-2xx status is an error naming
+// the S3 code (errNotFound for a 404), its body closed. The caller closes
+// a successful response's body.
+func (c *s3Client) send(ctx context.Context, method, path, query string, body io.Reader, size int64) (*http.Response, error) {
+	u := c.endpoint + path
+	if query != "" {
+		u += "?" + query
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.ContentLength = size
+		// Never nil-body: a zero-length PUT still sends Content-Length: 0.
+		if size == 0 {
+			req.Body = http.NoBody
+		}
+	}
+	req.Header.Set("x-amz-content-sha256", "UNSIGNED-PAYLOAD")
+	if err := c.signer.SignHTTP(ctx, c.creds, req, "UNSIGNED-PAYLOAD", "s3", c.region, time.Now()); err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			return nil, errNotFound
+		}
+		return nil, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, s3Code(msg))
+	}
+	return resp, nil
 }
 
 // s3Code extracts <Code> from an S3 error body.

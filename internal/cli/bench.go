@@ -71,6 +71,7 @@ so far are in docs/benchmarks/ (one page per subject; docs/benchmarks.md is the 
 	cmd.AddCommand(newBenchQoSCommand())
 	cmd.AddCommand(newBenchRemoteCommand())
 	cmd.AddCommand(newBenchCacheCommand())
+	cmd.AddCommand(newBenchSoakCommand())
 	return cmd
 }
 
