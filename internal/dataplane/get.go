@@ -57,6 +57,7 @@ func getTransform(f filter.Filter) bool {
 // be stopped (a sandboxed module's instance) before its end.
 // When p.Observer is set each step's time is reported, as on PUT.
 func (p Pipeline) Get(ctx context.Context, req *filter.Request, logical io.Reader) (io.ReadCloser, error) {
+	ctx = filter.Scoped(ctx)
 	clock := p.clock(filter.MethodGet)
 	stream := clock.reader(-1, logical)
 	var closers []io.Closer

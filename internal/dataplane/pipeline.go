@@ -35,6 +35,9 @@ func (p Pipeline) Empty() bool { return len(p.Steps) == 0 }
 // stream the previous one produced. The returned plan function is valid
 // once the returned stream has been read to io.EOF.
 func (p Pipeline) Put(ctx context.Context, req *filter.Request, plain io.Reader) (io.Reader, func() (Plan, error), error) {
+	// A chain built outside an S3 request (a background task) shares a
+	// budget's slot too.
+	ctx = filter.Scoped(ctx)
 	clock := p.clock(filter.MethodPut)
 	stream := clock.reader(-1, plain)
 	var finishers []func() (filter.Record, error)

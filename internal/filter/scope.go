@@ -30,6 +30,16 @@ func WithScope(ctx context.Context) context.Context {
 	return context.WithValue(ctx, scopeKey{}, &Scope{})
 }
 
+// Scoped returns ctx if it carries a Scope, else WithScope(ctx): what
+// builds a chain of filters outside an S3 request (a background task, a
+// decoder's Open) calls it, so that the chain's filters share a slot.
+func Scoped(ctx context.Context) context.Context {
+	if ScopeOf(ctx) != nil {
+		return ctx
+	}
+	return WithScope(ctx)
+}
+
 // ScopeOf returns ctx's Scope, nil when it carries none (each filter
 // then takes what it needs on its own).
 func ScopeOf(ctx context.Context) *Scope {

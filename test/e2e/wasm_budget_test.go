@@ -21,7 +21,7 @@ import (
 // 8 spinning filters kept both cores busy (another tenant's GET median
 // went from 1 ms to 91 ms) and 8 memory-hungry ones took 922 MB. Tenant A
 // now keeps 16 hostile requests in flight (8 through a filter that loops,
-// 8 through one that allocates until its memory cap), and tenant B's GET
+// 8 through one that fills memory up to its cap), and tenant B's GET
 // p99 stays within 2x of its idle value; A's requests are answered 503
 // SlowDown (the node's budget) or FilterFailed (the filter's own deadline
 // or memory cap), never 500; the server's peak RSS stays under the memory
@@ -38,7 +38,7 @@ func TestWasmBudgetHostileTenant(t *testing.T) {
 	mkBucket(t, a, "spin")
 	mkBucket(t, a, "hog")
 	mkBucket(t, b, "calm")
-	for _, f := range []struct{ name, mode string }{{"spinner", "loop"}, {"hogger", "alloc"}} {
+	for _, f := range []struct{ name, mode string }{{"spinner", "loop"}, {"hogger", "fill"}} {
 		if out, err := srv.ctl(t, "filter", "create", f.name, "--wasm", wasmModule(t, "hostile"), "--methods", "PUT",
 			"--stages", "gateway", "--param", "mode:string:"+f.mode); err != nil {
 			t.Fatalf("filter create %s: %v %s", f.name, err, out)
@@ -166,4 +166,67 @@ func getBytesErr(ctx context.Context, c *s3.Client, bucket, key string) ([]byte,
 	var buf bytes.Buffer
 	_, err = buf.ReadFrom(out.Body)
 	return buf.Bytes(), err
+}
+
+// TestWasmBudgetMemory: the memory budget binds where the slots do not.
+// With 8 slots but 256 MiB of budget (two 128 MiB caps), 16 concurrent
+// PUTs through a filter that fills memory until its cap run two at a time;
+// the server's peak RSS grows by less than the budget plus a slack for
+// what each running request holds outside the sandbox (its buffers, the
+// instance's host-side structures: a few MiB each). Without the budget the
+// 16 instances would hold up to 128 MiB each at once, 2 GiB.
+func TestWasmBudgetMemory(t *testing.T) {
+	const (
+		concurrent = 16
+		rounds     = 3
+		budgetMiB  = 256
+		slackMiB   = 64
+	)
+	srv := startServerEnv(t, t.TempDir(), "e2e-admin-"+randHex(16),
+		[]string{"FACET_WASM_MAX_INSTANCES=8", fmt.Sprintf("FACET_WASM_MEMORY_BUDGET=%dMiB", budgetMiB), "FACET_WASM_QUEUE_TIMEOUT=30s"})
+	c := srv.createTenant(t, "hogm")
+	cl := srv.sdk(c)
+	mkBucket(t, cl, "hog")
+	if out, err := srv.ctl(t, "filter", "create", "hogger", "--wasm", wasmModule(t, "hostile"), "--methods", "PUT",
+		"--stages", "gateway", "--param", "mode:string:fill"); err != nil {
+		t.Fatalf("filter create: %v %s", err, out)
+	}
+	srv.policyAdd(t, "FOR BUCKET hogm/hog DO SET hogger")
+	baseKB, err := procStatusKB(srv.pid(), "VmHWM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, concurrent*rounds)
+	for i := range concurrent {
+		wg.Go(func() {
+			for n := range rounds {
+				_, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("hog"), Key: aws.String(fmt.Sprintf("k%d-%d", i, n)),
+					Body: strings.NewReader("hostile")})
+				var ae smithy.APIError
+				if !errors.As(err, &ae) || ae.ErrorCode() != "FilterFailed" || !strings.Contains(ae.ErrorMessage(), "memory limit exceeded") {
+					errs <- fmt.Errorf("PUT through the memory-filling filter: %v; want FilterFailed (memory limit exceeded)", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	peakKB, err := procStatusKB(srv.pid(), "VmHWM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits, _ := srv.metricValue(t, `facet_wasm_queue_waits_total{outcome="queued",tenant="hogm"}`)
+	t.Logf("%d memory-filling instances, %d at a time by memory: %v waited their turn; peak RSS %d MB over a baseline of %d MB",
+		concurrent*rounds, budgetMiB/128, waits, (peakKB-baseKB)>>10, baseKB>>10)
+	if waits == 0 {
+		t.Error("no request waited for memory: the budget did not bind")
+	}
+	if grew := (peakKB - baseKB) >> 10; grew > budgetMiB+slackMiB {
+		t.Errorf("peak RSS grew by %d MB; want under the %d MiB budget + %d MiB", grew, budgetMiB, slackMiB)
+	}
 }

@@ -277,3 +277,62 @@ func TestBudgetInstances(t *testing.T) {
 		t.Fatalf("CPU charged %v; want a/spin and b/copy1", cpu)
 	}
 }
+
+// TestBudgetDecodeChain: two reversible filters undone in a chain outside
+// any S3 request (no Scope in the context, as a background task reads an
+// object) share one slot: with a budget of one instance, the outer
+// decoder does not wait for the slot its inner one holds.
+func TestBudgetDecodeChain(t *testing.T) {
+	var o outcomes
+	rt := budgetRuntime(t, o.add, nil)
+	ctx := context.Background()
+	mk := func(name, key string) filter.Reversible {
+		in := xorInfo()
+		in.Name = name
+		info, err := New(ctx, rt, in, moduleBytes(t, "xor"), Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := info.New(filter.Params{"key": key}, filter.Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.(filter.Reversible)
+	}
+	inner, outer := mk("inner", "k1"), mk("outer", "k22")
+	plain := []byte("undone by two decoders in one slot")
+	req := &filter.Request{Tenant: "bg", Method: filter.MethodPut, Size: int64(len(plain))}
+	stored, recs := plain, make([]filter.Record, 2)
+	for i, f := range []filter.Reversible{inner, outer} {
+		enc, record, err := f.Encode(ctx, req, bytes.NewReader(stored))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored, err = io.ReadAll(enc); err != nil {
+			t.Fatal(err)
+		}
+		if recs[i], err = record(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var src filter.Source = &memSource{b: stored}
+	var err error
+	if src, err = outer.Decode(ctx, req, recs[1], src); err != nil {
+		t.Fatal(err)
+	}
+	if src, err = inner.Decode(ctx, req, recs[0], src); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := src.Open(ctx, 0, src.Size())
+	if err != nil {
+		t.Fatalf("the chain's outer decoder: %v", err)
+	}
+	got, err := io.ReadAll(rc)
+	_ = rc.Close()
+	if err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("decoded %q, %v", got, err)
+	}
+	if o.count("bg:joined") != 1 {
+		t.Fatalf("outcomes %v; want the second decoder joined the first's slot", o.got)
+	}
+}

@@ -243,6 +243,8 @@ func (d *decoded) Open(ctx context.Context, off, n int64) (io.ReadCloser, error)
 	if off < 0 || n < 0 || off+n > d.size {
 		return nil, fmt.Errorf("wasm filter %q: range [%d, %d) outside %d bytes", d.r.t.info.Name, off, off+n, d.size)
 	}
+	// The decoders below this one run in the same slot (filter.Scope).
+	ctx = filter.Scoped(ctx)
 	stored, err := d.src.Open(ctx, 0, d.src.Size())
 	if err != nil {
 		return nil, err

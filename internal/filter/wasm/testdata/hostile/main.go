@@ -30,6 +30,16 @@ func main() {
 			b[len(b)-1] = 1
 			sink = append(sink, b)
 		}
+	case "fill":
+		// Like alloc, but every page is written: the memory is really
+		// committed, up to the cap.
+		for i := 0; i < 256; i++ {
+			b := make([]byte, 16<<20)
+			for j := 0; j < len(b); j += 4096 {
+				b[j] = 1
+			}
+			sink = append(sink, b)
+		}
 	case "flood":
 		in, _ := io.ReadAll(os.Stdin)
 		for i := 0; i < 100; i++ {
