@@ -39,6 +39,21 @@ func noteTenant(r *http.Request, tenant string) {
 	}
 }
 
+// Caller is who an in-process caller (the dashboard, the tenant-signed
+// API) makes a request for, since it calls with the admin token: the
+// audit record then names the tenant and its access key.
+type Caller struct {
+	Tenant, AccessKey string
+}
+
+type callerKey struct{}
+
+// OnBehalfOf marks requests made with ctx as c's. Only in-process callers
+// can set it.
+func OnBehalfOf(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
 // operationIDs maps "METHOD /v1/path" route patterns to the OpenAPI
 // document's operationId, the name audit records give an admin action.
 func operationIDs() map[string]string {
@@ -88,7 +103,12 @@ func (h *handler) record(r *http.Request, status int, reqID string, note *auditN
 	if rec.Result != audit.ResultDenied {
 		rec.Actor = "admin"
 	}
-	rec.Tenant = note.tenant
+	if c, ok := r.Context().Value(callerKey{}).(Caller); ok {
+		rec.Actor, rec.Tenant, rec.AccessKey = "tenant", c.Tenant, c.AccessKey
+	}
+	if rec.Tenant == "" {
+		rec.Tenant = note.tenant
+	}
 	if rec.Tenant == "" && strings.Contains(r.Pattern, "{name}") {
 		rec.Tenant = r.PathValue("name")
 	}

@@ -59,5 +59,6 @@ func newBlockCommand() *cobra.Command {
 	f.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGTERM")
 	listenerFlags(f, &opts)
 	addBlockFlags(f, &opts.Block)
+	auditFlags(f, &opts.Audit)
 	return cmd
 }

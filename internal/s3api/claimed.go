@@ -2,33 +2,16 @@ package s3api
 
 import (
 	"net/http"
-	"strings"
+
+	"github.com/facet-sds/facet/internal/s3api/sigv4"
 )
 
-// maxClaimedKey bounds the access key id taken from a refused request:
-// it is the client's text, going to logs.
-const maxClaimedKey = 128
-
-// claimedAccessKey is the access key id a request names, whether or not
-// it authenticated: SigV4's Credential (header or X-Amz-Credential), or
-// SigV2's "AWS id:signature" and AWSAccessKeyId. Only the id is taken,
-// never the signature; anything but [A-Za-z0-9_-.] makes it "".
+// claimedAccessKey is the access key id a refused request names (its
+// SigV4 credential, header or presigned; never the signature), for the
+// observers: "" unless it looks like an id ([A-Za-z0-9_-.]), since it is
+// the client's text and goes to logs.
 func claimedAccessKey(r *http.Request) string {
-	var id string
-	if a := r.Header.Get("Authorization"); a != "" {
-		if _, cred, ok := strings.Cut(a, "Credential="); ok {
-			id, _, _ = strings.Cut(cred, "/")
-		} else if v2, ok := strings.CutPrefix(a, "AWS "); ok {
-			id, _, _ = strings.Cut(v2, ":")
-		}
-	} else if q := r.URL.Query(); q.Has("X-Amz-Credential") {
-		id, _, _ = strings.Cut(q.Get("X-Amz-Credential"), "/")
-	} else {
-		id = q.Get("AWSAccessKeyId")
-	}
-	if len(id) > maxClaimedKey {
-		return ""
-	}
+	id := sigv4.AccessKeyOf(r)
 	for _, c := range id {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
 			return ""

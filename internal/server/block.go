@@ -189,8 +189,16 @@ func (s *Server) buildBlock(ctx context.Context) error {
 	if blk == nil {
 		return errors.New("facet block: --nbd-addr is off")
 	}
+	auditLog, err := s.openAudit(reg)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	var auditAdmin admin.AuditLog // nil, not a nil *audit.Log, when there is none
+	if auditLog != nil {
+		auditAdmin = auditLog
+	}
 	h := admin.New(admin.Config{Store: store, Token: token, Logger: logger, Policies: policies, Volumes: blk.volumes(),
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Audit: auditAdmin})
 	s.listen("admin", opts.AdminAddr, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second})
 	s.ready = opts.Ready
 	s.readyMsg = []any{"facet block ready", "data", opts.DataDir}

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -189,6 +190,25 @@ func (u *UI) recordSignIn(r *http.Request, status int, code, tenant, accessKey, 
 		Result: audit.ResultOf(status), Status: status, Code: code})
 }
 
+// deny answers a control API call the dashboard or the tenant-signed API
+// refuses itself, under a request id, and writes its audit record (the
+// control API records those it answers).
+func (u *UI) deny(w http.ResponseWriter, r *http.Request, status int, code, msg string, c admin.Caller) {
+	id := rand.Text()[:16]
+	w.Header().Set("X-Request-Id", id)
+	writeErr(w, status, code, msg)
+	if u.audit == nil {
+		return
+	}
+	actor := ""
+	if c.Tenant != "" {
+		actor = "tenant"
+	}
+	u.audit.Record(audit.Record{Kind: audit.KindAdmin, RequestID: id, Tenant: c.Tenant, AccessKey: claimedKey(c.AccessKey), Actor: actor,
+		Source: r.RemoteAddr, Op: "-", Method: r.Method, Path: r.URL.Path, Query: audit.RedactQuery(r.URL.RawQuery),
+		Result: audit.ResultOf(status), Status: status, Code: code})
+}
+
 // claimedKey is a refused sign-in's access key id as the audit log may
 // keep it: a plausible id, else nothing (a secret typed into the id
 // field must not be logged).
@@ -225,18 +245,22 @@ func (u *UI) proxy(w http.ResponseWriter, r *http.Request, sess session, path st
 		u.callAPI(w, r, r.Method, path, raw, r.URL.RawQuery, r.Body)
 		return
 	}
-	u.proxyTenant(w, r, sess.tenant, path, r.Body)
+	u.proxyTenant(w, r, admin.Caller{Tenant: sess.tenant, AccessKey: sess.accessKey}, path, r.Body)
 }
 
 // proxyTenant passes a request of tenant me to the control API as the
 // tenant scope (scope.go) allows: a dashboard session's, or one signed
 // with the tenant's access key (signed.go).
-func (u *UI) proxyTenant(w http.ResponseWriter, r *http.Request, me, path string, body io.Reader) {
+func (u *UI) proxyTenant(w http.ResponseWriter, r *http.Request, c admin.Caller, path string, body io.Reader) {
+	me := c.Tenant
 	d := tenantDecision(r.Method, path, r.URL.Query(), me)
 	if d.deny != "" {
-		writeErr(w, http.StatusForbidden, "Forbidden", d.deny)
+		u.deny(w, r, http.StatusForbidden, "Forbidden", d.deny, c)
 		return
 	}
+	// The control API's audit record names the tenant, not the admin
+	// token the call is made with.
+	r = r.WithContext(admin.OnBehalfOf(r.Context(), c))
 	if d.filter == nil {
 		u.callAPI(w, r, r.Method, d.path, "", d.query, body)
 		return

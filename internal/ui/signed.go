@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/authfail"
 	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/s3api/sigv4"
@@ -58,7 +59,7 @@ func (u *UI) serveSigned(w http.ResponseWriter, r *http.Request) {
 	source := authfail.ClientAddr(r) + " " + sigv4.AccessKeyOf(r)
 	if ok, wait := u.signed.Allowed(source); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		writeErr(w, http.StatusTooManyRequests, "SlowDown", "too many failed signed calls; try again later")
+		u.deny(w, r, http.StatusTooManyRequests, "SlowDown", "too many failed signed calls; try again later", admin.Caller{AccessKey: sigv4.AccessKeyOf(r)})
 		return
 	}
 	id, body, err := u.verifier.Verify(r)
@@ -78,12 +79,12 @@ func (u *UI) serveSigned(w http.ResponseWriter, r *http.Request) {
 			// signature (package sigv4); the answer gives the code only.
 			u.log.Info("signed control API request refused", "code", e.Code.Name, "cause", err, "remote", authfail.ClientAddr(r))
 		}
-		writeErr(w, e.Code.Status, e.Code.Name, msg)
+		u.deny(w, r, e.Code.Status, e.Code.Name, msg, admin.Caller{AccessKey: sigv4.AccessKeyOf(r)})
 		return
 	}
 	path := r.URL.Path
 	if rest, ok := strings.CutPrefix(path, "/api/v1/"); ok {
 		path = "/v1/" + rest
 	}
-	u.proxyTenant(w, r, id.Tenant, path, body)
+	u.proxyTenant(w, r, admin.Caller{Tenant: id.Tenant, AccessKey: id.AccessKey}, path, body)
 }

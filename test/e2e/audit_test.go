@@ -159,6 +159,16 @@ func TestAuditLog(t *testing.T) {
 	if st := login(`{"access_key":"` + acme.AccessKey + `","secret_key":"` + acme.SecretKey + `"}`); st != 200 {
 		t.Fatalf("tenant sign-in: %d", st)
 	}
+	// The tenant-signed control API: a key acme makes for itself, and a
+	// call outside its scope.
+	var acme3 creds
+	if err := json.Unmarshal(s.mustCtlOut(t, "--access-key", acme.AccessKey, "--secret-key", acme.SecretKey, "key", "create", "acme", "-o", "json"), &acme3); err != nil || acme3.SecretKey == "" {
+		t.Fatalf("tenant-signed key create: %v", err)
+	}
+	secrets = append(secrets, acme3.SecretKey)
+	if _, err := s.ctl(t, "--access-key", acme.AccessKey, "--secret-key", acme.SecretKey, "tenant", "create", "eve"); err == nil {
+		t.Fatal("a tenant created a tenant")
+	}
 	s.mustCtlOut(t, "policy", "add", "FOR BUCKET acme/audit-b DO SET noop")
 
 	// ctl audit tail flushes the writer: the file then holds every line.
@@ -191,6 +201,8 @@ func TestAuditLog(t *testing.T) {
 		{"signin", "DashboardSignIn", "", acme.AccessKey, 401, "InvalidCredentials", "", "", "denied"},
 		{"signin", "DashboardSignIn", "", "", 200, "", "", "", "ok"},
 		{"signin", "DashboardSignIn", "acme", acme.AccessKey, 200, "", "", "", "ok"},
+		{"admin", "createKey", "acme", acme.AccessKey, 201, "", "", "", "ok"},
+		{"admin", "-", "acme", acme.AccessKey, 403, "Forbidden", "", "", "denied"},
 		{"admin", "applyPolicies", "", "", 201, "", "", "", "ok"},
 	}
 	got := make([]want, 0, len(lines))

@@ -19,7 +19,8 @@ func TestNBDBlockStandalone(t *testing.T) {
 		s := &server{t: t, dataDir: data, adminAddr: freeAddr(t), token: token, done: make(chan struct{})}
 		nbdAddr := freeAddr(t)
 		err := s.launch([]string{"block", "--data", data, "--admin-addr", s.adminAddr, "--admin-token", token, "--nbd-addr", nbdAddr,
-			"--nbd-allow-plain-loopback"}, nil) // plain clients below: the test is about the block stage alone
+			"--nbd-allow-plain-loopback", // plain clients below: the test is about the block stage alone
+			"--audit-log", filepath.Join(t.TempDir(), "audit.log")}, nil)
 		if err == nil {
 			srv = &blockServer{server: s, nbdAddr: nbdAddr}
 		} else if !strings.Contains(err.Error(), "address already in use") {
@@ -123,4 +124,11 @@ func TestNBDBlockStandalone(t *testing.T) {
 		t.Error("pool a holding v1 was deleted")
 	}
 	srv.mustCtl(t, "pool", "delete", "b")
+	// The block admin API's actions are audited too.
+	tail := string(srv.mustCtl(t, "audit", "tail", "-n", "100"))
+	for _, op := range []string{`"op":"createPool"`, `"op":"createVolume"`, `"op":"resizeVolume"`, `"op":"deleteVolume"`, `"op":"deletePool"`} {
+		if !strings.Contains(tail, op) {
+			t.Errorf("facet block's audit log lacks %s:\n%s", op, tail)
+		}
+	}
 }
