@@ -93,6 +93,8 @@ bench: build
 	./$(BIN) bench metrics
 	# The audit log: 4 KiB PUT/GET through facet serve with --audit-log vs without.
 	./$(BIN) bench audit
+	# TLS: 4 KiB and 64 MiB PUT/GET over HTTPS vs plain HTTP.
+	./$(BIN) bench tls
 	$(GO) test -run='^$$' -bench='Compression|Decompression|Encryption|Noop' -benchtime=2s -cpu=1 ./internal/filter/native/
 	# Sandboxed filters: 1 MiB PUT/GET with no filter, native noop, 1/2/4 WASM noops (Go) and the Rust one; instance start; WASM xor vs native Go.
 	GO=$(GO) ./scripts/wasm-examples.sh

@@ -7,13 +7,13 @@
 # The block-storage tests drive NBD with real clients: qemu-img and qemu-io
 # (qemu-utils), nbdcopy and nbdinfo (libnbd-bin), fio, and nbdkit as the
 # reference server of the benchmark. The dashboard test drives Debian's
-# chromium headless.
+# chromium headless. The TLS tests drive rclone over HTTPS.
 # Idempotent and quiet when everything is present; needs root (or sudo) only
 # when something must be installed.
 set -euo pipefail
 
 # "command:package" pairs.
-needs=(redis-server:redis-server qemu-img:qemu-utils qemu-io:qemu-utils nbdcopy:libnbd-bin nbdinfo:libnbd-bin fio:fio nbdkit:nbdkit chromium:chromium)
+needs=(redis-server:redis-server qemu-img:qemu-utils qemu-io:qemu-utils nbdcopy:libnbd-bin nbdinfo:libnbd-bin fio:fio nbdkit:nbdkit chromium:chromium rclone:rclone)
 # FACET_SKIP_PROMTOOL=1 also makes the Go test skip the promtool check.
 [ "${FACET_SKIP_PROMTOOL:-}" = 1 ] || needs+=(promtool:prometheus)
 missing=() commands=()

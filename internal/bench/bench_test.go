@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"image/png"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -546,5 +547,17 @@ func TestOpenLoopRamp(t *testing.T) {
 	}
 	if rep.ElapsedS < 1.9 || rep.ElapsedS > 2.1 {
 		t.Errorf("run length %.2fs, want the ramp's 2 s", rep.ElapsedS)
+	}
+}
+
+// TestRunTLSSmoke: the TLS comparison runs both stacks, HTTPS verified
+// against its throwaway CA, and reports a row pair per operation.
+func TestRunTLSSmoke(t *testing.T) {
+	rows, err := RunTLS(t.Context(), t.TempDir(), []SpineScenario{{Size: 4 << 10, Ops: 20, Concurrency: 2}}, 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Facet.Name != "https" || rows[0].Direct.Name != "http" || rows[1].Facet.Ops != 40 {
+		t.Fatalf("rows %+v", rows)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/facet-sds/facet/internal/server"
 	"github.com/facet-sds/facet/internal/storage"
 	"github.com/facet-sds/facet/internal/storage/fs"
+	"github.com/facet-sds/facet/internal/tlsconf"
 )
 
 // SpineScenario is one object size at one client concurrency.
@@ -186,6 +188,12 @@ type gateway struct {
 }
 
 func startGateway(ctx context.Context, dir string) (*gateway, error) {
+	return startGatewayTLS(ctx, dir, tlsconf.Source{}, nil)
+}
+
+// startGatewayTLS is startGateway serving src's certificates, which
+// clients verify with cfg (an empty src: plain HTTP).
+func startGatewayTLS(ctx context.Context, dir string, src tlsconf.Source, cfg *tls.Config) (*gateway, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
@@ -193,7 +201,7 @@ func startGateway(ctx context.Context, dir string) (*gateway, error) {
 	go func() {
 		done <- server.Run(ctx, server.Options{
 			DataDir: dir, S3Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: token,
-			Region: "us-east-1", ShutdownTimeout: 5 * time.Second,
+			Region: "us-east-1", ShutdownTimeout: 5 * time.Second, TLS: src,
 			Ready: func(s3, admin string) { ready <- [2]string{s3, admin} },
 		}, slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
@@ -204,16 +212,26 @@ func startGateway(ctx context.Context, dir string) (*gateway, error) {
 		cancel()
 		return nil, fmt.Errorf("gateway did not start: %w", err)
 	}
-	return newGateway(ctx, addrs[0], addrs[1], token, func() { cancel(); <-done })
+	return newGatewayTLS(ctx, addrs[0], addrs[1], token, func() { cancel(); <-done }, cfg)
 }
 
 // newGateway creates the bench tenant on a running gateway and returns a
 // client for it; stop stops the gateway (and is called on failure).
 func newGateway(ctx context.Context, s3Addr, adminAddr, token string, stop func()) (*gateway, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+adminAddr+"/api/v1/tenants", bytes.NewReader([]byte(`{"name":"bench"}`)))
+	return newGatewayTLS(ctx, s3Addr, adminAddr, token, stop, nil)
+}
+
+// newGatewayTLS is newGateway for a gateway whose listeners speak TLS,
+// verified with cfg (nil: plain HTTP).
+func newGatewayTLS(ctx context.Context, s3Addr, adminAddr, token string, stop func(), cfg *tls.Config) (*gateway, error) {
+	scheme, hc := "http", http.DefaultClient
+	if cfg != nil {
+		scheme, hc = "https", &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, scheme+"://"+adminAddr+"/api/v1/tenants", bytes.NewReader([]byte(`{"name":"bench"}`)))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		stop()
 		return nil, err
@@ -231,6 +249,10 @@ func newGateway(ctx context.Context, s3Addr, adminAddr, token string, stop func(
 	if err != nil {
 		stop()
 		return nil, err
+	}
+	if cfg != nil {
+		g.adminURL, g.s3URL = "https://"+adminAddr, "https://"+s3Addr
+		g.client.Transport.(*http.Transport).TLSClientConfig = cfg
 	}
 	g.stop = stop
 	return g, nil

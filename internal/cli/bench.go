@@ -72,6 +72,7 @@ so far are in docs/benchmarks/ (one page per subject; docs/benchmarks.md is the 
 	cmd.AddCommand(newBenchRemoteCommand())
 	cmd.AddCommand(newBenchCacheCommand())
 	cmd.AddCommand(newBenchSoakCommand())
+	cmd.AddCommand(newBenchTLSCommand())
 	return cmd
 }
 

@@ -1,6 +1,7 @@
-// Package tlstest owns the test certificate authority of Facet's TLS
-// tests: a CA made in the test, and server certificates it issues with a
-// chosen serial number, written as PEM files in the test's directory.
+// Package tlstest owns the throwaway certificate authority of Facet's TLS
+// tests and benchmarks: a CA made on the spot, and server certificates it
+// issues with a chosen serial number, written as PEM files in a temporary
+// directory.
 package tlstest
 
 import (
@@ -15,9 +16,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"testing"
 	"time"
 )
+
+// TB is the part of testing.TB the helpers use (so that a benchmark
+// command links no testing package).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
 
 // CA is a test certificate authority.
 type CA struct {
@@ -30,11 +37,20 @@ type CA struct {
 }
 
 // NewCA makes a CA and writes its certificate to dir/ca.crt.
-func NewCA(t testing.TB, dir string) *CA {
+func NewCA(t TB, dir string) *CA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := New(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return ca
+}
+
+// New is NewCA outside a test.
+func New(dir string) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
@@ -47,16 +63,15 @@ func NewCA(t testing.TB, dir string) *CA {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ca := &CA{cert: cert, key: key, CertFile: filepath.Join(dir, "ca.crt"), Pool: x509.NewCertPool()}
 	ca.Pool.AddCert(cert)
-	writePEM(t, ca.CertFile, "CERTIFICATE", der)
-	return ca
+	return ca, writePEM(ca.CertFile, "CERTIFICATE", der)
 }
 
 // Pair is an issued certificate's files.
@@ -66,11 +81,20 @@ type Pair struct{ CertFile, KeyFile string }
 // (DNS names; "127.0.0.1" and "localhost" always included) and writes
 // it as base.crt and base.key, replacing them atomically each (rename):
 // a reloading server sees either file whole.
-func (ca *CA) Issue(t testing.TB, base string, serial int64, names ...string) Pair {
+func (ca *CA) Issue(t TB, base string, serial int64, names ...string) Pair {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p, err := ca.Make(base, serial, names...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return p
+}
+
+// Make is Issue outside a test.
+func (ca *CA) Make(base string, serial int64, names ...string) (Pair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Pair{}, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial),
@@ -84,16 +108,17 @@ func (ca *CA) Issue(t testing.TB, base string, serial int64, names ...string) Pa
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
-		t.Fatal(err)
+		return Pair{}, err
 	}
 	kder, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		t.Fatal(err)
+		return Pair{}, err
 	}
 	p := Pair{CertFile: base + ".crt", KeyFile: base + ".key"}
-	writePEM(t, p.CertFile, "CERTIFICATE", der)
-	writePEM(t, p.KeyFile, "PRIVATE KEY", kder)
-	return p
+	if err := writePEM(p.CertFile, "CERTIFICATE", der); err != nil {
+		return Pair{}, err
+	}
+	return p, writePEM(p.KeyFile, "PRIVATE KEY", kder)
 }
 
 // ClientConfig trusts the CA only.
@@ -101,13 +126,10 @@ func (ca *CA) ClientConfig() *tls.Config {
 	return &tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}
 }
 
-func writePEM(t testing.TB, path, typ string, der []byte) {
-	t.Helper()
+func writePEM(path, typ string, der []byte) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
+	return os.Rename(tmp, path)
 }

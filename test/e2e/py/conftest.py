@@ -41,12 +41,18 @@ def _free_port():
 
 
 class Server:
-    def __init__(self, binary, data_dir, log_path):
+    """A `facet serve`; with ca (a CA file), it serves TLS (extra_args name
+    the certificate) and its clients verify against ca."""
+
+    def __init__(self, binary, data_dir, log_path, extra_args=(), ca=None):
         self.binary = binary
         self.data_dir = data_dir
         self.log_path = log_path
         self.token = "py-e2e-" + secrets.token_hex(16)
         self.proc = None
+        self.extra_args = list(extra_args)
+        self.ca = ca
+        self.scheme = "https" if ca else "http"
 
     def start(self):
         for _ in range(3):
@@ -56,7 +62,7 @@ class Server:
             self.proc = subprocess.Popen(
                 [self.binary, "serve", "--data", str(self.data_dir),
                  "--s3-addr", self.s3_addr, "--admin-addr", self.admin_addr,
-                 "--admin-token", self.token],
+                 "--admin-token", self.token, *self.extra_args],
                 stdout=log, stderr=log, stdin=subprocess.DEVNULL)
             log.close()
             if self._wait_healthy(30):
@@ -66,11 +72,12 @@ class Server:
 
     def _wait_healthy(self, timeout):
         deadline = time.monotonic() + timeout
+        ctx = ssl.create_default_context(cafile=self.ca) if self.ca else None
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return False
             try:
-                with urllib.request.urlopen(f"http://{self.admin_addr}/healthz", timeout=2) as r:
+                with urllib.request.urlopen(f"{self.scheme}://{self.admin_addr}/healthz", timeout=2, context=ctx) as r:
                     if r.status == 200:
                         return True
             except OSError:
@@ -95,10 +102,11 @@ class Server:
 
     @property
     def endpoint(self):
-        return f"http://{self.s3_addr}"
+        return f"{self.scheme}://{self.s3_addr}"
 
     def ctl(self, *args):
-        cmd = [self.binary, "ctl", "--admin", f"http://{self.admin_addr}", "--token", self.token, *args]
+        ca = ["--ca", self.ca] if self.ca else []
+        cmd = [self.binary, "ctl", "--admin", f"{self.scheme}://{self.admin_addr}", "--token", self.token, *ca, *args]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         if res.returncode != 0:
             raise RuntimeError(f"facet {' '.join(args)} failed ({res.returncode}): {res.stderr}")
