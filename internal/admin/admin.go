@@ -111,6 +111,8 @@ type Config struct {
 	// Scrub runs and reports integrity scrubs; nil answers its routes
 	// 501.
 	Scrub ScrubService
+	// Quotas stores quotas and reports usage; nil answers its routes 501.
+	Quotas QuotaService
 }
 
 // maxBody bounds request bodies; the API's bodies are a few bytes of JSON.
@@ -141,6 +143,7 @@ type handler struct {
 	opIDs       map[string]string
 	backups     BackupSource
 	scrub       ScrubService
+	quotas      QuotaService
 	log         *slog.Logger
 	tokenHash   *[sha256.Size]byte // nil: no token configured, refuse all
 	// metricsHash is MetricsToken's; nil when there is none.
@@ -175,6 +178,10 @@ var routes = []route{
 	{http.MethodGet, "/tenants/{name}/data-keys", (*handler).dataKeys},
 	{http.MethodPost, "/tenants/{name}/keys:rotate-data-key", (*handler).rotateDataKey},
 	{http.MethodGet, "/tenants/{name}/usage", (*handler).tenantUsage},
+	{http.MethodGet, "/tenants/{name}/quota", (*handler).getQuota},
+	{http.MethodPut, "/tenants/{name}/quota", (*handler).putQuota},
+	{http.MethodDelete, "/tenants/{name}/quota", (*handler).deleteQuota},
+	{http.MethodPost, "/tenants/{name}/quota:recount", (*handler).recountQuota},
 	{http.MethodPost, "/groups", (*handler).createGroup},
 	{http.MethodGet, "/groups", (*handler).listGroups},
 	{http.MethodGet, "/groups/{group}", (*handler).getGroup},
@@ -251,6 +258,7 @@ func New(cfg Config) http.Handler {
 	}
 	h.backups = cfg.Backups
 	h.scrub = cfg.Scrub
+	h.quotas = cfg.Quotas
 	if cfg.Token != "" {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		h.tokenHash = &sum

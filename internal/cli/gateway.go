@@ -74,6 +74,8 @@ func requestFlags(f *pflag.FlagSet, opts *server.Options, logLevel *string) {
 	listenerFlags(f, opts)
 	f.StringVar(&opts.MetricsToken, "metrics-token", "", "bearer token for the admin listener's /metrics only (the admin token works there too); prefer FACET_METRICS_TOKEN")
 	f.BoolVar(&opts.MetricsBucketLabels, "metrics-bucket-labels", false, "add bucket labels to the Prometheus request and byte counters (one series set per bucket)")
+	f.Int64Var(&opts.TenantMaxUploads, "tenant-max-uploads", 1000, "open multipart uploads a tenant may have where no quota sets their number (0: no cap)")
+	f.IntVar(&opts.TenantMaxConnections, "tenant-max-connections", 256, "S3 requests a tenant may have in flight on this gateway; more are refused with 503 SlowDown (0: no cap)")
 	f.StringVar(&opts.Node, "node", "", "this gateway's name in workload-metric samples (default: host name and a random suffix)")
 	f.DurationVar(&opts.MetricsPeriod, "metrics-period", time.Second, "workload-metric period: each node publishes one sample per metric per period")
 	qosFlags(f, &opts.QoS, true)

@@ -85,7 +85,7 @@ func (p *Plane) Copy(ctx context.Context, req CopyRequest) (storage.ObjectInfo, 
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	out, err := p.backend.PutObject(writeContext(ctx), bucket, key, storage.PutInput{Body: body, Meta: meta, Seal: func(m *storage.ObjectMeta) error {
+	out, err := p.backend.PutObject(writeContext(ctx), bucket, key, storage.PutInput{Body: body, Meta: meta, Declared: info.Meta.Size, Seal: func(m *storage.ObjectMeta) error {
 		if counted.n != info.Meta.Size {
 			return fmt.Errorf("copy source changed during copy: read %d of %d bytes", counted.n, info.Meta.Size)
 		}
@@ -136,7 +136,8 @@ func (p *Plane) CopyPart(ctx context.Context, req CopyPartRequest) (storage.Part
 		return storage.Part{}, err
 	}
 	part, err := p.backend.PutPart(writeContext(ctx), bucket, key, req.UploadID, req.Number, storage.PutInput{
-		Body: body,
+		Body:     body,
+		Declared: length,
 		Seal: func(m *storage.ObjectMeta) error {
 			if counted.n != length {
 				return fmt.Errorf("copy source changed during copy: read %d of %d bytes", counted.n, length)

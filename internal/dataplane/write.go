@@ -62,8 +62,9 @@ func (p *Plane) Put(ctx context.Context, req PutRequest) (storage.ObjectInfo, er
 		return storage.ObjectInfo{}, err
 	}
 	info, err := p.backend.PutObject(writeContext(ctx), req.Bucket, req.Key, storage.PutInput{
-		Body: body,
-		Meta: meta,
+		Body:     body,
+		Meta:     meta,
+		Declared: max(req.Size, 0),
 		Seal: func(m *storage.ObjectMeta) error {
 			if err := pl.Seal(m); err != nil {
 				return err
@@ -129,7 +130,8 @@ func (p *Plane) PutPart(ctx context.Context, req PartRequest) (storage.Part, err
 		return storage.Part{}, err
 	}
 	part, err := p.backend.PutPart(writeContext(ctx), req.Bucket, req.Key, req.UploadID, req.Number, storage.PutInput{
-		Body: body,
+		Body:     body,
+		Declared: max(req.Size, 0),
 		Seal: func(m *storage.ObjectMeta) error {
 			if err := pl.Seal(m); err != nil {
 				return err

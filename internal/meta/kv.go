@@ -40,13 +40,14 @@ const (
 	tblFilterDeps    = "filter_deps"    // dependency name -> dependencyRecord
 	tblContextRules  = "context_rules"  // tenant -> contextRulesRecord (request classes)
 	tblNBDKeys       = "nbd_keys"       // tenant -> nbdKeyRecord (NBD TLS pre-shared key, sealed)
+	tblUsage         = "usage"          // tenant, or tenant\x00bucket -> usageRecord (quota limits and usage; bbolt only, Redis has redisquota.go)
 )
 
 var allTables = []string{
 	tblSystem, tblTenants, tblKeys, tblTenantKeys, tblBuckets, tblTenantBuckets,
 	tblGroups, tblPolicies, tblPolicyNames, tblSLOs, tblDataKeys, tblFilters, tblLeases,
 	tblPools, tblVolumes,
-	tblFilterBlobs, tblFilterDeps, tblContextRules, tblNBDKeys,
+	tblFilterBlobs, tblFilterDeps, tblContextRules, tblNBDKeys, tblUsage,
 }
 
 // indexKey builds the composite key of an index table. Tenant names, access

@@ -180,7 +180,8 @@ func (s *Store) DeleteTenant(ctx context.Context, name string) error {
 		return fmt.Errorf("meta: delete tenant: %w", err)
 	}
 	s.log.Info("tenant deleted", "tenant", name, "keys_revoked", len(revoked))
-	return nil
+	// Its quota and usage go too, like its NBD key.
+	return s.DropCounters(ctx, Scope{Tenant: name})
 }
 
 // SetTenantPlainNBD sets whether the tenant's volumes may be opened by NBD

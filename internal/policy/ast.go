@@ -214,6 +214,7 @@ type SLOKind string
 const (
 	SLOBandwidth SLOKind = "bandwidth" // tenants: get, put, reservation, limit, weight, ops
 	SLOThrottle  SLOKind = "throttle"  // volumes: read_bw, write_bw, read_iops, write_iops
+	SLOQuota     SLOKind = "quota"     // tenants: bytes, objects, buckets, uploads
 )
 
 // Action is one SET or DELETE.

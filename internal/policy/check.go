@@ -13,6 +13,9 @@ import (
 const (
 	typeFloat   filter.ParamType = "float"
 	typeOpsRate filter.ParamType = "ops/s"
+	// typeCount is a count written plainly or with a decimal suffix:
+	// 10M is ten million (quota.go).
+	typeCount filter.ParamType = "count"
 )
 
 // sloInfo describes an SLO action as if it were a filter, so that its
@@ -29,6 +32,14 @@ func sloInfo(k SLOKind) *filter.Info {
 				{Name: "weight", Type: typeFloat, Min: 0.001, Max: 1e6, Doc: "share of spare bandwidth"},
 				{Name: "ops", Type: typeOpsRate, Doc: "operations per second"},
 				{Name: "background", Type: filter.TypeRate, Doc: "cap of Facet's background work for the tenant (multipart cleanup...)"},
+			}}
+	case SLOQuota:
+		return &filter.Info{Name: string(k), Kind: "slo", Version: 1, Doc: "tenant quota: where a quota is also stored (facet ctl quota set), the smaller limit applies",
+			Params: []filter.ParamSpec{
+				{Name: "bytes", Type: filter.TypeSize, Min: 1, Max: maxQuota, Doc: "logical bytes stored (objects and open uploads' parts)"},
+				{Name: "objects", Type: typeCount, Min: 1, Max: maxQuota, Doc: "objects"},
+				{Name: "buckets", Type: typeCount, Min: 1, Max: maxQuota, Doc: "buckets"},
+				{Name: "uploads", Type: typeCount, Min: 1, Max: maxQuota, Doc: "open multipart uploads"},
 			}}
 	case SLOThrottle:
 		return &filter.Info{Name: string(k), Kind: "slo", Version: 1, Doc: "volume throttles",
@@ -365,7 +376,7 @@ func (c *checker) object(o *ObjectCmp) {
 func (c *checker) action(a *Action, volumes bool) {
 	a.Info, a.SLO, a.Values = nil, "", nil
 	switch k := SLOKind(strings.ToLower(a.Filter)); k {
-	case SLOBandwidth, SLOThrottle:
+	case SLOBandwidth, SLOThrottle, SLOQuota:
 		c.sloAction(a, k)
 		return
 	}
@@ -375,7 +386,7 @@ func (c *checker) action(a *Action, volumes bool) {
 	}
 	info, _, ok := lookupFold(a.Filter, c.v.Filter, c.v.FilterNames)
 	if !ok {
-		c.errorf(a.FilterPos, suggest(a.Filter, append(c.v.FilterNames(), string(SLOBandwidth), string(SLOThrottle))), "unknown filter %q%s", a.Filter, c.blockOnlyHint(a.Filter))
+		c.errorf(a.FilterPos, suggest(a.Filter, append(c.v.FilterNames(), string(SLOBandwidth), string(SLOThrottle), string(SLOQuota))), "unknown filter %q%s", a.Filter, c.blockOnlyHint(a.Filter))
 	}
 	a.Info = info
 	if info.Owner != "" {
@@ -474,6 +485,10 @@ func (c *checker) sloAction(a *Action, k SLOKind) {
 		case SLOBandwidth:
 			if t.Kind != TargetTenant && t.Kind != TargetGroup && !(t.Kind == TargetAll && t.Scope == TargetTenant) {
 				c.errorf(t.Pos, "", "bandwidth is a tenant SLO: its targets are TENANT, GROUP or ALL TENANTS, not %s", kind)
+			}
+		case SLOQuota:
+			if t.Kind != TargetTenant && t.Kind != TargetGroup && !(t.Kind == TargetAll && t.Scope == TargetTenant) {
+				c.errorf(t.Pos, "", "quota is a tenant's: its targets are TENANT, GROUP or ALL TENANTS, not %s (a bucket's quota is set with facet ctl quota set --bucket)", kind)
 			}
 		case SLOThrottle:
 			if t.Kind != TargetVolume && !(t.Kind == TargetAll && t.Scope == TargetVolume) {
@@ -596,6 +611,12 @@ func canonicalParam(spec *filter.ParamSpec, raw, owner string) (val, sug, msg st
 		if spec.Type == filter.TypeInt {
 			format = formatInt
 		}
+	case typeCount:
+		n, m := parseCount(raw, subject)
+		if m != "" {
+			return "", "", m
+		}
+		v, format = float64(n), formatInt
 	case filter.TypeSize, filter.TypeRate, filter.TypeDuration, filter.TypePercent, typeOpsRate:
 		kind, f := map[filter.ParamType]ValueKind{
 			filter.TypeSize: KindBytes, filter.TypeRate: KindByteRate, filter.TypeDuration: KindDuration,

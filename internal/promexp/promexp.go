@@ -72,6 +72,7 @@ type Exporter struct {
 	filterFails   *prometheus.CounterVec
 	wasmCPU       *prometheus.CounterVec
 	wasmWaits     *prometheus.CounterVec
+	quotaRefusals *prometheus.CounterVec
 
 	// Handles resolved once, so a request costs map reads, not label
 	// hashing under the vectors' locks.
@@ -146,6 +147,7 @@ func New(cfg Config) *Exporter {
 	}, []string{"controller"})
 	e.filterFails = newFilterFailures()
 	e.wasmCPU, e.wasmWaits = newWasmCPU(), newWasmWaits()
+	e.quotaRefusals = newQuotaRefusals()
 	build := cfg.Build
 	if build == (buildinfo.Info{}) {
 		build = buildinfo.Get()
@@ -155,7 +157,7 @@ func New(cfg Config) *Exporter {
 		Help:        "Always 1; its labels say which Facet build this instance runs (facet version).",
 		ConstLabels: prometheus.Labels{"version": build.Version, "commit": build.Commit, "goversion": build.GoVersion},
 	}, func() float64 { return 1 }))
-	e.reg.MustRegister(e.requests, e.bytes, e.duration, e.active, e.filterSeconds, e.filterBytes, e.throttled, e.restarts, e.filterFails, e.wasmCPU, e.wasmWaits,
+	e.reg.MustRegister(e.requests, e.bytes, e.duration, e.active, e.filterSeconds, e.filterBytes, e.throttled, e.restarts, e.filterFails, e.wasmCPU, e.wasmWaits, e.quotaRefusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Policies != nil {
 		e.reg.MustRegister(PolicyTableVersion(cfg.Policies))

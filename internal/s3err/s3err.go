@@ -72,7 +72,12 @@ var (
 	NoSuchVersion         = Code{"NoSuchVersion", http.StatusNotFound, "The specified version does not exist."}
 	NoSuchUpload          = Code{"NoSuchUpload", http.StatusNotFound, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."}
 	NotImplemented        = Code{"NotImplemented", http.StatusNotImplemented, "A header you provided implies functionality that is not implemented."}
-	PreconditionFailed    = Code{"PreconditionFailed", http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold."}
+	// QuotaExceeded: the write would take a tenant's or a bucket's usage
+	// over a quota (bytes, objects, buckets or open multipart uploads).
+	// AWS has no such code; Ceph RGW answers this one with 403, and
+	// clients do not retry it. The message names the quota and its limit.
+	QuotaExceeded      = Code{"QuotaExceeded", http.StatusForbidden, "The quota of this tenant or bucket would be exceeded."}
+	PreconditionFailed = Code{"PreconditionFailed", http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold."}
 	// RequestTimeout: the request body stopped arriving (or arrived below
 	// the listener's minimum transfer rate), so the connection was cut.
 	RequestTimeout            = Code{"RequestTimeout", http.StatusBadRequest, "Your socket connection to the server was not read from or written to within the timeout period. Idle connections will be closed."}

@@ -21,6 +21,8 @@ import (
 	"github.com/facet-sds/facet/internal/meta"
 	"github.com/facet-sds/facet/internal/obs"
 	"github.com/facet-sds/facet/internal/promexp"
+	"github.com/facet-sds/facet/internal/qos"
+	"github.com/facet-sds/facet/internal/quota"
 	"github.com/facet-sds/facet/internal/s3api"
 	"github.com/facet-sds/facet/internal/storage/integrity"
 	"github.com/facet-sds/facet/internal/ui"
@@ -114,11 +116,19 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		return fmt.Errorf("open object store: %w", err)
 	}
 	s.closeLater("object store", backend.Close)
-	s.cleanup(qr, backend, store)
+	// Requests and the multipart cleanup change what tenants store
+	// through the quotas; the usage report and the recycle bin see the
+	// backend itself.
+	quotas := quota.New(quota.Config{Backend: backend, Ledger: store, Owners: cache, Policy: policyQuotas(policies),
+		MaxUploads: opts.TenantMaxUploads, Refused: prom.QuotaRefused, Log: logger})
+	s.cleanup(qr, quotas, store)
 	var front admit.QoS = cr.enforcer
 	if opts.QoS.Off {
 		// QoS off is no shaping stage at all: GETs keep sendfile.
 		front = nil
+	}
+	if opts.TenantMaxConnections > 0 {
+		front = qos.NewTenantCap(front, opts.TenantMaxConnections, func(t string) { prom.QuotaRefused(t, "connections") })
 	}
 	var globals []func(*controller.Supervisor) error
 	globals = append(globals, qr.globals(opts.NoControllers, work.bus, logger)...)
@@ -147,7 +157,8 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	integ := promexp.NewIntegrity()
 	prom.Registry().MustRegister(integ.Collectors()...)
 	failures := integrityFailures{owners: cache, backend: backendKind(*opts), m: integ, log: logger}
-	checked := integrity.Wrap(backend, integrity.Options{NoVerify: opts.NoVerifyReads, Failures: failures})
+	// Object writes pass the checksums, then the quotas.
+	checked := integrity.Wrap(quotas, integrity.Options{NoVerify: opts.NoVerifyReads, Failures: failures})
 	scrubCfg := integrity.ScrubConfig{Backend: backend, Failures: failures, Observer: integ, Logger: logger}
 	if qr.limiter != nil {
 		scrubCfg.Background = scrubQoS{qr.limiter}
@@ -178,7 +189,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		auditObs, auditAdmin, auditUI = auditLog.S3Observer(), auditLog, auditLog
 	}
 	s3 := s3api.New(s3api.Config{
-		Backend: backend, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
+		Backend: quotas, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
 		Domains: opts.Domains, Region: opts.Region, QoS: front, Data: data,
 		Observer: promexp.Multi(prom, work.observer(), auditObs),
 	})
@@ -190,6 +201,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		Policies: policies, Usage: usage{buckets: store, backend: backend}, Controllers: controllers, Workload: work.source(),
 		Metrics: prom.Handler(), MetricsToken: opts.MetricsToken, Volumes: blk.volumes(), QoS: qr.admin(), Trash: trashAdmin{reqStores.trash},
 		Scrub:    scrubService{s: scrubber, store: store, life: scrubLife},
+		Quotas:   quotaAdmin{store: store, backend: quotas, policy: policyQuotas(policies)},
 		Filters:  control.NewFilterAdmin(policies, fleet.FilterStore{Store: store, Announcer: announcer}, sandbox.catalog),
 		Locality: locator(backend), Node: opts.Node, Nodes: fleetNodes{self: self, fleet: qr.fleet}, Context: cr.api(),
 		Audit: auditAdmin, Backups: backupSource{meta: store, backend: backend}})

@@ -105,6 +105,12 @@ type Options struct {
 	Audit AuditOptions
 	// MetricsBucketLabels adds bucket labels to the Prometheus counters.
 	MetricsBucketLabels bool
+	// TenantMaxUploads caps a tenant's open multipart uploads where no
+	// quota sets their number (0: no cap).
+	TenantMaxUploads int64
+	// TenantMaxConnections caps a tenant's S3 requests in flight on this
+	// gateway; more are refused with 503 SlowDown (0: no cap).
+	TenantMaxConnections int
 	// BusURL joins an external NATS bus ("nats://host:4222", or several
 	// comma-separated); empty embeds one in the process.
 	BusURL string

@@ -86,6 +86,11 @@ type ObjectInfo struct {
 type PutInput struct {
 	Body io.Reader
 	Meta ObjectMeta
+	// Declared is the logical length the writer declared before its body
+	// (Content-Length, an aws-chunked body's decoded length, a copy
+	// source's size), so that quotas refuse a write before any byte is
+	// stored; 0 when unknown. Backends ignore it.
+	Declared int64
 	// Seal is called after Body has returned io.EOF and before the object
 	// becomes visible. It may complete Meta (ETag, Size, checksums known only
 	// once the stream has ended) and may veto the write by returning an

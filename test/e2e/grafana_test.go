@@ -57,6 +57,11 @@ func TestGrafanaMetricsExist(t *testing.T) {
 	if _, err := cli.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("trap"), Key: aws.String("x"), Body: strings.NewReader("x")}); err == nil {
 		t.Fatal("a PUT through a trapping filter succeeded")
 	}
+	// A PUT over the tenant's objects quota (index.html is its one object).
+	s.mustCtl(t, "quota", "set", "acme", "--objects", "1")
+	if _, err := cli.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("www"), Key: aws.String("second"), Body: strings.NewReader("x")}); err == nil {
+		t.Fatal("a PUT over the objects quota succeeded")
+	}
 	// A volume's writes and reads over NBD.
 	s.mustCtl(t, "volume", "create", "vm1", "--tenant", "acme", "--size", "64MiB")
 	run(t, "qemu-io", "-f", "raw", "-c", "write -P 0x5a 0 1M", "-c", "read -P 0x5a 0 1M", s.uri("vm1"))
