@@ -90,7 +90,7 @@ func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.
 		}
 		return b.Backend.PutObject(ctx, bucket, key, in)
 	}
-	old, err := b.previous(ctx, bucket, key)
+	old, err := b.replaced(ctx, bucket, key)
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
@@ -116,7 +116,7 @@ func (b *Backend) DeleteObject(ctx context.Context, bucket, key string) error {
 		}
 		return b.Backend.DeleteObject(ctx, bucket, key)
 	}
-	old, err := b.previous(ctx, bucket, key)
+	old, err := b.replaced(ctx, bucket, key)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (b *Backend) CompleteUpload(ctx context.Context, bucket, key, uploadID stri
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	old, err := b.previous(ctx, bucket, key)
+	old, err := b.replaced(ctx, bucket, key)
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}

@@ -39,11 +39,40 @@ func (b *Backend) Recount(ctx context.Context, tenant string, buckets []string) 
 
 func (b *Backend) countBucket(ctx context.Context, bucket string) (meta.Counters, error) {
 	var c meta.Counters
+	if err := b.countObjects(ctx, bucket, &c); err != nil {
+		return c, err
+	}
+	return c, b.countUploads(ctx, bucket, &c)
+}
+
+// countObjects adds up the bucket's objects, every version of them where
+// the backend keeps versions (delete markers hold nothing).
+func (b *Backend) countObjects(ctx context.Context, bucket string, c *meta.Counters) error {
+	if v, ok := b.Backend.(storage.Versions); ok {
+		opts := storage.ListVersionsOptions{MaxKeys: 1000}
+		for {
+			page, err := v.ListObjectVersions(ctx, bucket, opts)
+			if err != nil {
+				return err
+			}
+			for _, o := range page.Versions {
+				if !o.DeleteMarker {
+					c.Objects++
+					c.Bytes += o.Meta.Size
+					c.Physical += o.StoredSize
+				}
+			}
+			if !page.IsTruncated {
+				return nil
+			}
+			opts.KeyMarker, opts.VersionIDMarker = page.NextKeyMarker, page.NextVersionIDMarker
+		}
+	}
 	marker := ""
 	for {
 		page, err := b.Backend.ListObjects(ctx, bucket, storage.ListOptions{Marker: marker, MaxKeys: 1000})
 		if err != nil {
-			return c, err
+			return err
 		}
 		for _, o := range page.Objects {
 			c.Objects++
@@ -51,15 +80,19 @@ func (b *Backend) countBucket(ctx context.Context, bucket string) (meta.Counters
 			c.Physical += o.StoredSize
 		}
 		if !page.IsTruncated {
-			break
+			return nil
 		}
 		marker = page.NextMarker
 	}
+}
+
+// countUploads adds up the bucket's open uploads and their parts.
+func (b *Backend) countUploads(ctx context.Context, bucket string, c *meta.Counters) error {
 	opts := storage.ListUploadsOptions{MaxUploads: 1000}
 	for {
 		page, err := b.Backend.ListUploads(ctx, bucket, opts)
 		if err != nil {
-			return c, err
+			return err
 		}
 		for _, u := range page.Uploads {
 			held, err := b.partsOf(ctx, bucket, u.Key, u.UploadID)
@@ -67,14 +100,14 @@ func (b *Backend) countBucket(ctx context.Context, bucket string) (meta.Counters
 				continue // completed or aborted meanwhile
 			}
 			if err != nil {
-				return c, err
+				return err
 			}
 			c.Uploads++
 			c.Bytes += held.Bytes
 			c.Physical += held.Physical
 		}
 		if !page.IsTruncated {
-			return c, nil
+			return nil
 		}
 		opts.KeyMarker, opts.UploadIDMarker = page.NextKeyMarker, page.NextUploadIDMarker
 	}

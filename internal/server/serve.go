@@ -158,7 +158,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	prom.Registry().MustRegister(integ.Collectors()...)
 	failures := integrityFailures{owners: cache, backend: backendKind(*opts), m: integ, log: logger}
 	// Object writes pass the checksums, then the quotas.
-	checked := integrity.Wrap(quotas, integrity.Options{NoVerify: opts.NoVerifyReads, Failures: failures})
+	checked := integrity.Wrap(quotas.WithVersions(), integrity.Options{NoVerify: opts.NoVerifyReads, Failures: failures})
 	scrubCfg := integrity.ScrubConfig{Backend: backend, Failures: failures, Observer: integ, Logger: logger}
 	if qr.limiter != nil {
 		scrubCfg.Background = scrubQoS{qr.limiter}
@@ -189,7 +189,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		auditObs, auditAdmin, auditUI = auditLog.S3Observer(), auditLog, auditLog
 	}
 	s3 := s3api.New(s3api.Config{
-		Backend: quotas, Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
+		Backend: quotas.WithVersions(), Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
 		Domains: opts.Domains, Region: opts.Region, QoS: front, Data: data,
 		Observer: promexp.Multi(prom, work.observer(), auditObs),
 	})
