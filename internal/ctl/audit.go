@@ -63,6 +63,9 @@ func (o *options) auditCommand() *cobra.Command {
 				case <-time.After(every):
 				}
 				if t, err = c.auditTail(ctx, 0, t.Next); err != nil {
+					if ctx.Err() != nil {
+						return nil // interrupted while asking: the normal end of --follow
+					}
 					return err
 				}
 			}
