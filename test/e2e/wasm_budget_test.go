@@ -24,8 +24,9 @@ import (
 // 8 through one that fills memory up to its cap), and tenant B's GET
 // p99 stays within 2x of its idle value; A's requests are answered 503
 // SlowDown (the node's budget) or FilterFailed (the filter's own deadline
-// or memory cap), never 500; the server's peak RSS stays under the memory
-// budget over its baseline. Ratios only: nothing is timed absolutely.
+// or memory cap), never 500, while B's own WASM requests wait their turn
+// and succeed; the server's peak RSS stays under the memory budget over
+// its baseline. Ratios only: nothing is timed absolutely.
 func TestWasmBudgetHostileTenant(t *testing.T) {
 	const (
 		hostile   = 16
@@ -46,6 +47,14 @@ func TestWasmBudgetHostileTenant(t *testing.T) {
 	}
 	srv.policyAdd(t, "FOR BUCKET hoga/spin DO SET spinner")
 	srv.policyAdd(t, "FOR BUCKET hoga/hog DO SET hogger")
+	// B's own WASM filter, a reversible noop: B's requests through it
+	// queue behind A's and get the next slot.
+	if out, err := srv.ctl(t, "filter", "create", "bnoop", "--wasm", wasmModule(t, "noop"), "--methods", "PUT,GET",
+		"--stages", "gateway", "--reversible"); err != nil {
+		t.Fatalf("filter create bnoop: %v %s", err, out)
+	}
+	mkBucket(t, b, "filtered")
+	srv.policyAdd(t, "FOR BUCKET calmb/filtered DO SET bnoop")
 	putBytes(t, b, "calm", "small", bytes.Repeat([]byte("b"), 4096))
 
 	ctx := context.Background()
@@ -115,6 +124,22 @@ func TestWasmBudgetHostileTenant(t *testing.T) {
 		return nil
 	})
 	loaded := getP99(fmt.Sprintf("while A keeps %d hostile WASM requests in flight", hostile))
+	// B's WASM requests wait behind A's instances but take the next slot
+	// (B holds none and was served longest ago), within the queue timeout
+	// (6 s, over the 5 s instance deadline): no SlowDown for B.
+	for i := range 2 {
+		key := fmt.Sprintf("f%d", i)
+		body := bytes.Repeat([]byte{byte('0' + i)}, 1000)
+		t0 := time.Now()
+		if _, err := b.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("filtered"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatalf("B's PUT through its WASM filter under A's load: %v", err)
+		}
+		got, err := getBytesErr(ctx, b, "filtered", key)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("B's GET through its WASM filter under A's load: %v", err)
+		}
+		t.Logf("B's PUT and GET through its WASM filter under A's load took %v", time.Since(t0).Round(time.Millisecond))
+	}
 	// Let the queue time out at least once, then stop A.
 	eventually(t, 30*time.Second, "a hostile request is refused with SlowDown", func() error {
 		if slowDown.Load() == 0 {

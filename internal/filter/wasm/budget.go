@@ -22,7 +22,9 @@ type BudgetConfig struct {
 	// DefaultBudgetMemory.
 	Memory int64
 	// Wait is how long a request waits for a slot before it is refused
-	// (filter.ErrBusy: 503 SlowDown); 0 means DefaultBudgetWait.
+	// (filter.ErrBusy: 503 SlowDown); 0 means DefaultBudgetWait. Slots
+	// are not taken back from running instances, so a wait shorter than
+	// an instance's deadline may end before the next slot frees.
 	Wait time.Duration
 	// Queue is how many requests of one tenant may wait at once; more are
 	// refused at once. 0 means DefaultBudgetQueue.
@@ -32,8 +34,10 @@ type BudgetConfig struct {
 // Defaults of a server's budget (the --wasm-* flags).
 const (
 	DefaultBudgetMemory = 512 << 20
-	DefaultBudgetWait   = 2 * time.Second
-	DefaultBudgetQueue  = 32
+	// DefaultBudgetWait outlasts DefaultLimits' 5 s deadline: a request
+	// that is next in line gets the slot of an instance that runs to it.
+	DefaultBudgetWait  = 6 * time.Second
+	DefaultBudgetQueue = 32
 )
 
 // DefaultInstances is GOMAXPROCS-1, at least 1: on a 2-core node one
@@ -54,9 +58,11 @@ const (
 // budget admits instances fairly between tenants. While nobody waits, an
 // instance that fits starts at once. Otherwise requests queue per tenant
 // (FIFO), and each freed slot goes to the waiting tenant holding the
-// fewest slots, ties in turn: a tenant over its share (slots over tenants
-// wanting them) waits while others wait, and a tenant alone may use every
-// slot.
+// fewest slots, among equals the one served longest ago, then the first
+// queued: a tenant over its share (slots over tenants wanting them) waits
+// while others wait, a tenant whose instance just ended does not take its
+// slot back from a tenant waiting behind it, and a tenant alone may use
+// every slot.
 type budget struct {
 	cfg     BudgetConfig
 	onAdmit func(tenant, outcome string)
@@ -65,6 +71,10 @@ type budget struct {
 	running int
 	mem     int64
 	held    map[string]int
+	// last is when each tenant holding or waiting was last granted a
+	// slot, in grants (seq).
+	last    map[string]uint64
+	seq     uint64
 	queues  map[string][]*waiter
 	order   []string // tenants with waiters, next turn first
 	waiting int
@@ -90,7 +100,7 @@ func newBudget(cfg BudgetConfig, onAdmit func(tenant, outcome string)) *budget {
 	if onAdmit == nil {
 		onAdmit = func(string, string) {}
 	}
-	return &budget{cfg: cfg, onAdmit: onAdmit, held: map[string]int{}, queues: map[string][]*waiter{}}
+	return &budget{cfg: cfg, onAdmit: onAdmit, held: map[string]int{}, last: map[string]uint64{}, queues: map[string][]*waiter{}}
 }
 
 // busyError is a refusal: it wraps ErrBusy, hence filter.ErrBusy.
@@ -188,6 +198,7 @@ func (b *budget) release(tenant string, mem int64) {
 		delete(b.held, tenant)
 	}
 	b.dispatch()
+	b.forget(tenant)
 	b.mu.Unlock()
 }
 
@@ -199,17 +210,28 @@ func (b *budget) grant(tenant string, mem int64) {
 	b.running++
 	b.mem += mem
 	b.held[tenant]++
+	b.seq++
+	b.last[tenant] = b.seq
+}
+
+// forget drops what the budget keeps of a tenant that neither holds nor
+// waits, so that its maps hold only active tenants.
+func (b *budget) forget(tenant string) {
+	if b.held[tenant] == 0 && len(b.queues[tenant]) == 0 {
+		delete(b.last, tenant)
+	}
 }
 
 // dispatch grants slots to waiters while they fit: the head of the queue
-// of the waiting tenant holding the fewest slots, the earliest in turn
-// among equals. It stops at a head that does not fit rather than letting
+// of the waiting tenant holding the fewest slots, among equals the one
+// served longest ago, then the earliest in turn. It stops at a head that does not fit rather than letting
 // smaller instances overtake it forever.
 func (b *budget) dispatch() {
 	for b.waiting > 0 {
 		best := 0
 		for i, t := range b.order {
-			if b.held[t] < b.held[b.order[best]] {
+			bt := b.order[best]
+			if b.held[t] < b.held[bt] || b.held[t] == b.held[bt] && b.last[t] < b.last[bt] {
 				best = i
 			}
 		}
@@ -254,6 +276,7 @@ func (b *budget) remove(w *waiter) {
 			break
 		}
 	}
+	b.forget(w.tenant)
 }
 
 // BudgetStats is what a budget holds now.

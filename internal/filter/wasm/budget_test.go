@@ -87,6 +87,39 @@ func TestBudgetFairShare(t *testing.T) {
 	}
 }
 
+// TestBudgetNextInLine: one slot, held by tenant a, which queues another
+// request before b queues one. When a's instance ends, both hold none:
+// the slot goes to b, served longest ago, not back to a, first in line
+// (a spinning tenant would otherwise keep the node's only slot).
+func TestBudgetNextInLine(t *testing.T) {
+	b := newBudget(BudgetConfig{Instances: 1, Memory: 100, Wait: time.Minute}, nil)
+	ctx := context.Background()
+	if err := b.acquire(ctx, nil, "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan string, 2)
+	for i, tenant := range []string{"a", "b"} {
+		go func() {
+			if err := b.acquire(ctx, nil, tenant, 1); err == nil {
+				granted <- tenant
+			}
+		}()
+		waitQueued(t, b, i+1)
+	}
+	b.release("a", 1)
+	if g := <-granted; g != "b" {
+		t.Fatalf("the slot went to %s; want b", g)
+	}
+	b.release("b", 1)
+	if g := <-granted; g != "a" {
+		t.Fatalf("the next slot went to %s; want a", g)
+	}
+	b.release("a", 1)
+	if len(b.last) != 0 || len(b.held) != 0 || len(b.queues) != 0 {
+		t.Fatalf("an idle budget keeps tenants: last %v, held %v, queues %v", b.last, b.held, b.queues)
+	}
+}
+
 // TestBudgetRoundRobin: three tenants queue behind a full budget; freed
 // slots go to each in turn before any gets a second.
 func TestBudgetRoundRobin(t *testing.T) {
