@@ -168,7 +168,9 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	scrubLife, endScrubs := context.WithCancel(s.ctx)
 	s.stops = append(s.stops, func() error { endScrubs(); scrubber.Wait(); return nil })
 	data := dataplane.New(dataplane.Config{
-		Backend: integrity.WithVersions(checked), Logger: logger,
+		// User metadata of encrypted objects is sealed with their
+		// owner's data key (dataplane/usermeta.go).
+		Backend: dataplane.SealUserMeta(integrity.WithVersions(checked), dataKeys, cache), Logger: logger,
 		Pipelines: dataplane.Timed(policies, prom), Decoders: dataplane.Decoders{Registry: policies, Env: filter.Env{Keys: dataKeys}, Observer: prom},
 		RequestFilters: policies, Cache: objCache, Trash: reqStores.trash, Changes: reqStores.changes,
 	})

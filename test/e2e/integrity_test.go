@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
@@ -220,4 +221,90 @@ func TestIntegrityFlippedByteRemote(t *testing.T) {
 	}
 	c := s.createTenant(t, "integ2")
 	checkFlipped(t, s, c, remote.Dir, "s3")
+}
+
+// Under an encryption policy the user metadata (x-amz-meta-*) is stored
+// sealed: no file under the data directory holds a value in clear, and
+// HEAD, GET and a copy answer it as written.
+func TestEncryptionSealsUserMetadata(t *testing.T) {
+	if gatewayTarget() {
+		t.Skip("looks into the data directory")
+	}
+	dataDir := t.TempDir()
+	s := startServer(t, dataDir)
+	c := s.createTenant(t, "um1")
+	cli := s.sdk(c)
+	mkBucket(t, cli, "sealed")
+	mkBucket(t, cli, "plain")
+	s.policyAdd(t, "FOR BUCKET um1/sealed DO SET encryption")
+	secret := "FACET-META-MARKER-" + randHex(8)
+	clearValue := "FACET-CLEAR-MARKER-" + randHex(8)
+	ctx := context.Background()
+	put := func(bucket, key, v string) {
+		if _, err := cli.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(seededBytes(70_000, 8)),
+			Metadata: map[string]string{"secret": v, "other": "x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("sealed", "obj", secret)
+	put("sealed", "obj2", secret+"-put")
+	put("plain", "obj", clearValue)
+	// A copy within the encrypted bucket, replacing the metadata.
+	if _, err := cli.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("sealed"), Key: aws.String("copy"), CopySource: aws.String("sealed/obj"),
+		MetadataDirective: "REPLACE", Metadata: map[string]string{"secret": secret + "-copy"}}); err != nil {
+		t.Fatal(err)
+	}
+	// A copy of the sealed object into the plain bucket keeps its
+	// metadata, in clear there (no encryption policy).
+	if _, err := cli.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("plain"), Key: aws.String("from-sealed"), CopySource: aws.String("sealed/obj")}); err != nil {
+		t.Fatal(err)
+	}
+	head := func(bucket, key string) map[string]string {
+		out, err := cli.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
+		if err != nil {
+			t.Fatalf("HEAD %s/%s: %v", bucket, key, err)
+		}
+		return out.Metadata
+	}
+	if m := head("sealed", "obj"); m["secret"] != secret || m["other"] != "x" {
+		t.Fatalf("HEAD of the sealed object: %v", m)
+	}
+	if m := head("sealed", "obj2"); m["secret"] != secret+"-put" {
+		t.Fatalf("HEAD of the second sealed object: %v", m)
+	}
+	if m := head("sealed", "copy"); m["secret"] != secret+"-copy" {
+		t.Fatalf("HEAD of the copy: %v", m)
+	}
+	if m := head("plain", "from-sealed"); m["secret"] != secret {
+		t.Fatalf("HEAD of the copy into the plain bucket: %v", m)
+	}
+	out, err := cli.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("sealed"), Key: aws.String("obj")})
+	if err != nil || out.Metadata["secret"] != secret {
+		t.Fatalf("GET of the sealed object: %v %v", out, err)
+	}
+	out.Body.Close()
+	// Metadata replaced on the object itself (copy onto itself) stays
+	// sealed.
+	if _, err := cli.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("sealed"), Key: aws.String("obj"), CopySource: aws.String("sealed/obj"),
+		MetadataDirective: "REPLACE", Metadata: map[string]string{"secret": secret + "-self"}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := head("sealed", "obj"); m["secret"] != secret+"-self" {
+		t.Fatalf("HEAD after replacing the metadata: %v", m)
+	}
+	// Stop the server so that everything is on disk, then look.
+	if _, err := s.terminate(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// (The copy into the plain bucket holds the first value in clear, as
+	// it should.)
+	for _, v := range []string{secret + "-put", secret + "-copy", secret + "-self"} {
+		if hits := filesContaining(t, dataDir, []byte(v)); len(hits) != 0 {
+			t.Fatalf("a sealed metadata value is in clear in %q", hits)
+		}
+	}
+	// The check can see: the plain bucket's value is in the index.
+	if hits := filesContaining(t, dataDir, []byte(clearValue)); len(hits) == 0 {
+		t.Fatal("the unencrypted object's metadata value is found nowhere: the search sees nothing")
+	}
 }
