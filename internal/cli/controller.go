@@ -50,6 +50,7 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&opts.AdminToken, "admin-token", "", "bearer token for GET /v1/controllers; prefer FACET_ADMIN_TOKEN")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	listenerFlags(f, &opts)
+	auditFlags(f, &opts.Audit)
 	qosFlags(f, &opts.QoS, false)
 	disableControllerFlag(f, &opts.DisabledControllers)
 	return cmd

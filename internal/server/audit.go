@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/facet-sds/facet/internal/admin"
 	"github.com/facet-sds/facet/internal/audit"
 )
 
@@ -19,7 +20,7 @@ type AuditOptions struct {
 }
 
 // openAudit opens the audit log when one is configured and registers its
-// metrics on reg; nil when none is. It is closed after the listeners
+// metrics on reg (nil: a role that exposes no metrics); nil when none is. It is closed after the listeners
 // have drained, so the last requests' lines are written.
 func (s *Server) openAudit(reg prometheus.Registerer) (*audit.Log, error) {
 	ao := s.opts.Audit
@@ -31,6 +32,9 @@ func (s *Server) openAudit(reg prometheus.Registerer) (*audit.Log, error) {
 		return nil, err
 	}
 	for _, c := range l.Collectors() {
+		if reg == nil {
+			break
+		}
 		if err := reg.Register(c); err != nil {
 			l.Close()
 			return nil, fmt.Errorf("audit metrics: %w", err)
@@ -39,4 +43,13 @@ func (s *Server) openAudit(reg prometheus.Registerer) (*audit.Log, error) {
 	s.closeLater("audit log", l.Close)
 	s.log.Info("audit log", "path", ao.Path, "max_size", ao.MaxSize, "keep", ao.Keep)
 	return l, nil
+}
+
+// adminAudit is l as the admin API's AuditLog: nil, not a nil *audit.Log,
+// when there is none.
+func adminAudit(l *audit.Log) admin.AuditLog {
+	if l == nil {
+		return nil
+	}
+	return l
 }

@@ -193,12 +193,8 @@ func (s *Server) buildBlock(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
-	var auditAdmin admin.AuditLog // nil, not a nil *audit.Log, when there is none
-	if auditLog != nil {
-		auditAdmin = auditLog
-	}
 	h := admin.New(admin.Config{Store: store, Token: token, Logger: logger, Policies: policies, Volumes: blk.volumes(),
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Audit: auditAdmin})
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Audit: adminAudit(auditLog)})
 	s.listen("admin", opts.AdminAddr, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second})
 	s.ready = opts.Ready
 	s.readyMsg = []any{"facet block ready", "data", opts.DataDir}

@@ -86,11 +86,17 @@ func (s *Server) buildController(ctx context.Context) error {
 		nodes: fleetNodes{fleet: qosFleet}, start: s.startGoroutine, disabled: opts.DisabledControllers, heartbeats: work.bus}
 	s.later("controller lease", role.run)
 	if opts.AdminAddr != "" {
+		// The controller's admin listener exposes no /metrics: its audit
+		// log has no metrics either.
+		auditLog, err := s.openAudit(nil)
+		if err != nil {
+			return fmt.Errorf("audit log: %w", err)
+		}
 		// Changes made here reach the gateways as changes made through
 		// a gateway do: announced on the bus, the version poll behind.
 		api := admin.New(admin.Config{Store: fleet.AdminStore{Store: store, Reload: policies.Reload, Sync: syncer, Log: logger},
 			Token: opts.AdminToken, Logger: logger, Policies: policies, Controllers: role, Workload: work.source(),
-			Node: opts.Node, Nodes: role.nodes})
+			Node: opts.Node, Nodes: role.nodes, Audit: adminAudit(auditLog)})
 		s.listen("admin", opts.AdminAddr, &http.Server{Handler: role.handler(opts.AdminToken, api), ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)})
 		s.readyHooks = append(s.readyHooks, func() { logger.Info("controller admin listening", "addr", s.addr("admin")) })

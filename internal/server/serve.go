@@ -183,12 +183,11 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	}
 	// Interfaces hold nil, not a nil *audit.Log, when there is none.
 	var (
-		auditObs   obs.Observer
-		auditAdmin admin.AuditLog
-		auditUI    ui.Auditor
+		auditObs obs.Observer
+		auditUI  ui.Auditor
 	)
 	if auditLog != nil {
-		auditObs, auditAdmin, auditUI = auditLog.S3Observer(), auditLog, auditLog
+		auditObs, auditUI = auditLog.S3Observer(), auditLog
 	}
 	s3 := s3api.New(s3api.Config{
 		Backend: quotas.WithVersions(), Buckets: cache, Auth: newAuthenticator(cache), Logger: logger,
@@ -206,7 +205,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		Quotas:   quotaAdmin{store: store, backend: quotas, policy: policyQuotas(policies)},
 		Filters:  control.NewFilterAdmin(policies, fleet.FilterStore{Store: store, Announcer: announcer}, sandbox.catalog),
 		Locality: locator(backend), Node: opts.Node, Nodes: fleetNodes{self: self, fleet: qr.fleet}, Context: cr.api(),
-		Audit: auditAdmin, Backups: backupSource{meta: store, backend: backend}})
+		Audit: adminAudit(auditLog), Backups: backupSource{meta: store, backend: backend}})
 
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	s.listen("s3", opts.S3Addr, &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errLog})
