@@ -71,6 +71,10 @@ func openRedis(ctx context.Context, rawURL string, logger *slog.Logger) (*redisK
 		q.Del("prefix")
 		u.RawQuery = q.Encode()
 	}
+	if q.Has("skip_verify") {
+		// go-redis would turn verification off; Facet always verifies.
+		return nil, "", fmt.Errorf("meta: %s: skip_verify is not supported: give the server's CA with ca=FILE", shown)
+	}
 	caFile := q.Get("ca")
 	if q.Has("ca") {
 		if u.Scheme != "rediss" {

@@ -41,6 +41,9 @@ func TestRedisTLS(t *testing.T) {
 	if _, err := OpenURL(ctx, srv.URL(0, "ca="+ca.CertFile), "", mk, nil); err == nil || !strings.Contains(err.Error(), "rediss://") {
 		t.Errorf("ca= on redis://: %v, want an error naming rediss://", err)
 	}
+	if _, err := OpenURL(ctx, srv.TLSURL(0, "skip_verify=true"), "", mk, nil); err == nil || !strings.Contains(err.Error(), "skip_verify is not supported") {
+		t.Errorf("skip_verify: %v, want a refusal", err)
+	}
 	if _, err := OpenURL(ctx, srv.TLSURL(0, "ca="+filepath.Join(dir, "missing.crt")), "", mk, nil); err == nil || !strings.Contains(err.Error(), "CA file") {
 		t.Errorf("missing CA file: %v", err)
 	}

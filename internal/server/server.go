@@ -357,6 +357,11 @@ func (s *Server) start() error {
 	}
 	for _, l := range s.listeners {
 		s.opts.timeouts().apply(l.srv)
+		if l.srv.ErrorLog == nil {
+			// net/http's own complaints (a failed TLS handshake, a
+			// broken connection) go to the server's log, not stderr.
+			l.srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+		}
 		l.srv.Handler = l.track(l.srv.Handler)
 		serve := l.srv.Serve
 		if s.certs != nil {

@@ -99,7 +99,7 @@ func Load(src Source, logger *slog.Logger) (*Certs, error) {
 // cipher suites and curves, the certificate chosen by SNI name from the
 // current generation.
 func (c *Certs) Config() *tls.Config {
-	return &tls.Config{MinVersion: MinVersion, GetCertificate: c.certificate, NextProtos: []string{"h2", "http/1.1"}}
+	return &tls.Config{MinVersion: MinVersion, GetCertificate: c.certificate}
 }
 
 func (c *Certs) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {

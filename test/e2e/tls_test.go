@@ -359,11 +359,54 @@ func TestTLSFleet(t *testing.T) {
 	if got, _ := getBytes(t, cl, "fleet-bucket", "k"); !bytes.Equal(got, body) {
 		t.Fatalf("GET through a gateway over TLS: %d bytes, want %d", len(got), len(body))
 	}
-	waitLog(t, s, "bus connected")
-	log, _ := os.ReadFile(s.logPath)
-	for _, secret := range []string{busToken, backend.Secret, token, string(mk)} {
-		if bytes.Contains(log, []byte(secret)) {
-			t.Errorf("the gateway's log holds a secret (%.6s...)", secret)
+	// The controller role: its admin listener over TLS, the shared stores
+	// over TLS too.
+	ctl := &server{t: t, adminAddr: freeAddr(t), token: token, done: make(chan struct{}), ca: ca}
+	if err := ctl.launch([]string{"controller", "--data", t.TempDir(), "--id", "c1", "--admin-addr", ctl.adminAddr, "--admin-token", token,
+		"--tls-cert", pair.CertFile, "--tls-key", pair.KeyFile}, env); err != nil {
+		t.Fatalf("facet controller over TLS: %v", err)
+	}
+	if got := serial(t, ca, ctl.adminAddr); got != "100" {
+		t.Errorf("controller admin serial %s, want 100", got)
+	}
+	for _, p := range []*server{s, ctl} {
+		waitLog(t, p, "bus connected")
+		log, _ := os.ReadFile(p.logPath)
+		for _, secret := range []string{busToken, backend.Secret, token, string(mk)} {
+			if bytes.Contains(log, []byte(secret)) {
+				t.Errorf("the log of %s holds a secret (%.6s...)", p.logPath, secret)
+			}
+		}
+	}
+}
+
+// TestTLSDirSNI: with --tls-dir, the SNI name picks the certificate and a
+// client without SNI gets default.crt.
+func TestTLSDirSNI(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, dir)
+	certs := t.TempDir()
+	ca.Issue(t, certs+"/default", 1)
+	ca.Issue(t, certs+"/s3", 2, "s3.facet.test")
+	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(16), done: make(chan struct{}), ca: ca}
+	if err := s.launch([]string{"serve", "--data", s.dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr, "--admin-token", s.token,
+		"--nbd-addr", "off", "--tls-dir", certs}, nil); err != nil {
+		t.Fatalf("facet serve --tls-dir: %v", err)
+	}
+	for sni, want := range map[string]string{"": "1", "localhost": "1", "s3.facet.test": "2"} {
+		cfg := ca.ClientConfig()
+		cfg.ServerName = sni
+		if sni == "" {
+			cfg.ServerName = "127.0.0.1" // an IP: Go sends no SNI, and verifies the IP SAN
+		}
+		conn, err := tls.Dial("tcp", s.s3Addr, cfg)
+		if err != nil {
+			t.Fatalf("SNI %q: %v", sni, err)
+		}
+		got := conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+		conn.Close()
+		if got != want {
+			t.Errorf("SNI %q: serial %s, want %s", sni, got, want)
 		}
 	}
 }
