@@ -39,7 +39,7 @@ func (bytesFlag) Type() string { return "size" }
 func wasmBudgetFlags(f *pflag.FlagSet, b *wasm.BudgetConfig) {
 	b.Instances, b.Memory, b.Wait, b.Queue = wasm.DefaultInstances(), wasm.DefaultBudgetMemory, wasm.DefaultBudgetWait, wasm.DefaultBudgetQueue
 	f.IntVar(&b.Instances, "wasm-max-instances", b.Instances, "WASM filter instances running at once on this node, shared fairly between tenants "+
-		"(default GOMAXPROCS-1, at least 1: spinning filters leave a core to every other request)")
+		"(default GOMAXPROCS-1, at least 1: spinning filters leave a core to every other request; 0: no node budget)")
 	f.Var(bytesFlag{&b.Memory}, "wasm-memory-budget", "sum of the WASM instances' memory caps (128 MiB each) running at once on this node")
 	f.DurationVar(&b.Wait, "wasm-queue-timeout", b.Wait, "how long a request waits for a WASM instance slot before 503 SlowDown")
 	f.IntVar(&b.Queue, "wasm-queue", b.Queue, "requests of one tenant that may wait for a WASM instance slot; more get 503 SlowDown at once")

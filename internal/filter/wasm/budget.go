@@ -36,8 +36,11 @@ const (
 	DefaultBudgetMemory = 512 << 20
 	// DefaultBudgetWait outlasts DefaultLimits' 5 s deadline: a request
 	// that is next in line gets the slot of an instance that runs to it.
-	DefaultBudgetWait  = 6 * time.Second
-	DefaultBudgetQueue = 32
+	DefaultBudgetWait = 6 * time.Second
+	// DefaultBudgetQueue lets a tenant's burst of concurrent requests
+	// (64 at once through one filter, in the e2e tests) wait their turn
+	// rather than be refused; a waiter costs a goroutine.
+	DefaultBudgetQueue = 256
 )
 
 // DefaultInstances is GOMAXPROCS-1, at least 1: on a 2-core node one
