@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/storage"
 )
 
@@ -113,23 +114,7 @@ func (s *Store) admit(ctx context.Context, tenant string) (Work, error) {
 	if s.bg == nil {
 		return noWork{}, nil
 	}
-	for {
-		w, err := s.bg.Admit(ctx, tenant)
-		if err == nil {
-			return w, nil
-		}
-		var ra interface{ RetryAfter() time.Duration }
-		if !errors.As(err, &ra) {
-			return nil, err
-		}
-		t := time.NewTimer(max(ra.RetryAfter(), time.Millisecond))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
+	return admit.Retrying(ctx, func(ctx context.Context) (Work, error) { return s.bg.Admit(ctx, tenant) })
 }
 
 type noWork struct{}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/facet-sds/facet/internal/admit"
 	"github.com/facet-sds/facet/internal/storage"
 )
 
@@ -302,23 +303,7 @@ func (s *Scrubber) admit(ctx context.Context, tenant string) (Work, error) {
 	if s.cfg.Background == nil {
 		return noWork{}, nil
 	}
-	for {
-		w, err := s.cfg.Background.Admit(ctx, tenant)
-		if err == nil {
-			return w, nil
-		}
-		var ra interface{ RetryAfter() time.Duration }
-		if !errors.As(err, &ra) {
-			return nil, err
-		}
-		t := time.NewTimer(max(ra.RetryAfter(), time.Millisecond))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
+	return admit.Retrying(ctx, func(ctx context.Context) (Work, error) { return s.cfg.Background.Admit(ctx, tenant) })
 }
 
 type noWork struct{}
