@@ -81,6 +81,9 @@ type OnOff struct {
 	Names [2]string
 	Args  func(dir string) [2][]string
 	meter *busMeter // the bus's traffic, for workload metrics; nil: none
+	// setup prepares each side's server once its bucket exists (which: 0
+	// off, 1 on); nil: nothing to prepare.
+	setup func(ctx context.Context, which int, g *gateway) error
 }
 
 // RunOnOff measures sc's PUTs and GETs through the two servers of sides,
@@ -151,6 +154,11 @@ func overheadRound(ctx context.Context, dir string, sc SpineScenario, payload []
 		defer g.stop()
 		if err := g.do(ctx, http.MethodPut, "/bench", nil, 0, nil); err != nil {
 			return fmt.Errorf("create bucket: %w", err)
+		}
+		if sides.setup != nil {
+			if err := sides.setup(ctx, which, g); err != nil {
+				return err
+			}
 		}
 		gws[which], procs[which] = g, p
 	}

@@ -66,6 +66,7 @@ so far are in docs/benchmarks/ (one page per subject; docs/benchmarks.md is the 
 	cmd.AddCommand(newBenchStreamsCommand())
 	cmd.AddCommand(newBenchIntegrityCommand())
 	cmd.AddCommand(newBenchAuditCommand())
+	cmd.AddCommand(newBenchQuotaCommand())
 	cmd.AddCommand(newBenchWasmCommand())
 	cmd.AddCommand(newBenchNBDCommand())
 	cmd.AddCommand(newBenchQoSCommand())

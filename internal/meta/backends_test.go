@@ -28,11 +28,11 @@ type storage struct {
 
 type backend struct {
 	name  string
-	setup func(t *testing.T) storage
+	setup func(t testing.TB) storage
 }
 
 var backends = []backend{
-	{"bolt", func(t *testing.T) storage {
+	{"bolt", func(t testing.TB) storage {
 		dir := t.TempDir()
 		return storage{backend: "bolt", dataDir: dir, mk: testKey(t), dump: func(t *testing.T) []byte {
 			b, err := os.ReadFile(filepath.Join(dir, DefaultBoltFile))
@@ -42,7 +42,7 @@ var backends = []backend{
 			return b
 		}}
 	}},
-	{"redis", func(t *testing.T) storage {
+	{"redis", func(t testing.TB) storage {
 		srv := redistest.Start(t)
 		u := srv.URL(0, "")
 		return storage{backend: "redis", url: u, dataDir: t.TempDir(), mk: testKey(t), dump: func(t *testing.T) []byte {
@@ -75,7 +75,7 @@ func (st storage) store(t *testing.T) *Store {
 	return s
 }
 
-func testKey(t *testing.T) []byte {
+func testKey(t testing.TB) []byte {
 	t.Helper()
 	k := make([]byte, MasterKeySize)
 	if _, err := rand.Read(k); err != nil {

@@ -116,3 +116,32 @@ func TestQuotaChargesConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkCharge is what a write's reservation costs: one charge of a
+// tenant's and a bucket's counters against their limits (bbolt commits
+// with fsync, as the server does; Redis runs the script).
+func BenchmarkCharge(b *testing.B) {
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			st := be.setup(b)
+			s, err := st.open(b.Context())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ten, bkt := Scope{Tenant: "acme"}, Scope{Tenant: "acme", Bucket: "b1"}
+			if err := s.SetQuota(b.Context(), ten, Counters{Bytes: 1 << 50, Objects: 1 << 40}); err != nil {
+				b.Fatal(err)
+			}
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					d := Counters{Bytes: 4096, Physical: 4096, Objects: 1}
+					if err := s.Charge(b.Context(), Charge{Scope: ten, Delta: d}, Charge{Scope: bkt, Delta: d}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

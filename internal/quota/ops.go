@@ -94,7 +94,9 @@ func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	d := meta.Counters{Bytes: in.Declared - old.Bytes, Objects: 1 - old.Objects}
+	// Physical bytes are reserved as if stored as sent, so that a write
+	// no filter transforms settles nothing: one charge, not two.
+	d := meta.Counters{Bytes: in.Declared - old.Bytes, Physical: in.Declared - old.Physical, Objects: 1 - old.Objects}
 	if err := b.reserve(ctx, tenant, bucket, key, d); err != nil {
 		return storage.ObjectInfo{}, err
 	}
@@ -103,7 +105,7 @@ func (b *Backend) PutObject(ctx context.Context, bucket, key string, in storage.
 		b.settle(ctx, tenant, bucket, neg(d))
 		return info, err
 	}
-	b.settle(ctx, tenant, bucket, meta.Counters{Bytes: info.Meta.Size - in.Declared, Physical: info.StoredSize - old.Physical})
+	b.settle(ctx, tenant, bucket, meta.Counters{Bytes: info.Meta.Size - in.Declared, Physical: info.StoredSize - in.Declared})
 	return info, nil
 }
 
@@ -166,7 +168,7 @@ func (b *Backend) PutPart(ctx context.Context, bucket, key, uploadID string, num
 	if len(parts) == 1 && parts[0].Number == number {
 		old = parts[0]
 	}
-	d := meta.Counters{Bytes: in.Declared - old.Size}
+	d := meta.Counters{Bytes: in.Declared - old.Size, Physical: in.Declared - old.StoredSize}
 	if err := b.reserve(ctx, tenant, bucket, key, d); err != nil {
 		return storage.Part{}, err
 	}
@@ -175,7 +177,7 @@ func (b *Backend) PutPart(ctx context.Context, bucket, key, uploadID string, num
 		b.settle(ctx, tenant, bucket, neg(d))
 		return part, err
 	}
-	b.settle(ctx, tenant, bucket, meta.Counters{Bytes: part.Size - in.Declared, Physical: part.StoredSize - old.StoredSize})
+	b.settle(ctx, tenant, bucket, meta.Counters{Bytes: part.Size - in.Declared, Physical: part.StoredSize - in.Declared})
 	return part, nil
 }
 

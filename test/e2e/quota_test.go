@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -300,5 +302,61 @@ func TestQuotaTenantConnections(t *testing.T) {
 	}
 	if v, ok := s.metricValue(t, `facet_quota_refusals_total{kind="connections",tenant="acme"}`); !ok || v < 1 {
 		t.Fatalf("refusals metric: %v %v", v, ok)
+	}
+}
+
+// Two gateways over one Redis and one backend share a tenant's quota:
+// concurrent PUTs through both never take it past its limit. Each write
+// reserves its length in Redis before its body is read, so the margin is
+// zero: exactly as many 4 KiB objects as fit are stored, all others are
+// refused, and the counters equal what the backend lists.
+func TestQuotaFleet(t *testing.T) {
+	c := startCluster(t, clusterOptions{Gateways: 2})
+	cr := c.gw[0].createTenant(t, "acme")
+	ctx := ctxT(t)
+	if _, err := c.gw[0].sdk(cr).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("shared")}); err != nil {
+		t.Fatal(err)
+	}
+	const size, fit = 4 << 10, 25
+	c.gw[1].ctlOK(t, "quota", "set", "acme", "--bytes", "100KiB")
+	var mu sync.Mutex
+	stored, refused := 0, 0
+	var wg sync.WaitGroup
+	for g := range 2 {
+		cl := c.gw[g].sdk(cr)
+		for w := range 16 {
+			wg.Go(func() {
+				for i := range 4 {
+					err := put(t, cl, "shared", fmt.Sprintf("g%d-w%d-%d", g, w, i), pattern("x", size))
+					mu.Lock()
+					switch {
+					case err == nil:
+						stored++
+					case errCode(err) == "QuotaExceeded":
+						refused++
+					default:
+						t.Errorf("PUT: %v", err)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if stored != fit || refused != 128-fit {
+		t.Fatalf("stored %d, refused %d; want %d and %d", stored, refused, fit, 128-fit)
+	}
+	listed := 0
+	p := s3.NewListObjectsV2Paginator(c.gw[1].sdk(cr), &s3.ListObjectsV2Input{Bucket: aws.String("shared")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed += len(page.Contents)
+	}
+	q := c.gw[1].quotaOf(t, "acme")
+	if listed != fit || q.Usage.Bytes != fit*size || q.Usage.Objects != fit {
+		t.Fatalf("backend lists %d objects; usage %+v", listed, q.Usage)
 	}
 }
