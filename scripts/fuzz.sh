@@ -16,7 +16,8 @@
 #                      the package's testdata/fuzz/<Target>/, smallest first and
 #                      none over FUZZ_MAX_ENTRY bytes (default 16384), so they
 #                      are committed and run as unit tests; entries that fail
-#                      as seeds are taken back out.
+#                      as seeds are taken back out. The target's testdata stays
+#                      under FUZZ_CORPUS_BYTES (default 512 KiB) too.
 #   FUZZ_UNTIL=DATE    starts no target that could not end by DATE (any date(1)
 #                      form), so a session can stop cleanly.
 #   FUZZ_ONLY=REGEXP   runs only targets whose "package target" matches.
@@ -29,6 +30,7 @@ FUZZTIME="${FUZZTIME:-10s}"
 GO="${GO:-go}"
 RESULTS="${FUZZ_RESULTS:-}"
 MAX_ENTRY="${FUZZ_MAX_ENTRY:-16384}"
+MAX_BYTES="${FUZZ_CORPUS_BYTES:-524288}"
 parallel=()
 [ -n "${FUZZ_PARALLEL:-}" ] && parallel=(-parallel="$FUZZ_PARALLEL")
 
@@ -71,7 +73,7 @@ last_ok() {
 # commit_corpus copies the cached corpus of pkg/name into testdata, bounded.
 # It prints how many entries it added.
 commit_corpus() {
-	local pkg=$1 name=$2 cap=$3 cache dest have added=0 f
+	local pkg=$1 name=$2 cap=$3 cache dest have added=0 f size bytes
 	cache="$("$GO" env GOCACHE)/fuzz/$("$GO" list "$pkg")/${name}"
 	dest="${pkg#./}/testdata/fuzz/${name}"
 	if [ ! -d "$cache" ]; then
@@ -80,13 +82,15 @@ commit_corpus() {
 	fi
 	mkdir -p "$dest"
 	have=$(find "$dest" -type f | wc -l)
+	bytes=$(find "$dest" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
 	local new=()
-	while IFS= read -r f; do
-		[ $((have + ${#new[@]})) -lt "$cap" ] || break
+	while read -r size f; do
+		[ $((have + ${#new[@]})) -lt "$cap" ] && [ $((bytes + size)) -le "$MAX_BYTES" ] || break
 		[ -e "$dest/$(basename "$f")" ] && continue
 		cp "$f" "$dest/"
 		new+=("$dest/$(basename "$f")")
-	done < <(find "$cache" -type f -size -"$((MAX_ENTRY + 1))"c -printf '%s %p\n' | sort -n | cut -d' ' -f2-)
+		bytes=$((bytes + size))
+	done < <(find "$cache" -type f -size -"$((MAX_ENTRY + 1))"c -printf '%s %p\n' | sort -n)
 	added=${#new[@]}
 	# The seeds run as unit tests: an entry the target rejects (a cache left
 	# by an older signature) must not go in.
