@@ -11,12 +11,14 @@ import (
 
 	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/metrics"
+	"github.com/facet-sds/facet/internal/server"
 	"github.com/facet-sds/facet/internal/tlsconf"
 )
 
 func newBusCommand() *cobra.Command {
 	var addr, name, logLevel, token, user, password string
 	var tlsSrc tlsconf.Source
+	var insecure bool
 	var aggregate bool
 	var period time.Duration
 	cmd := &cobra.Command{
@@ -30,6 +32,9 @@ func newBusCommand() *cobra.Command {
 			logger := jsonLogger(os.Stderr, lvl)
 			if addr == "" {
 				return fmt.Errorf("--addr: a standalone bus needs an address to listen on")
+			}
+			if !tlsSrc.Enabled() && !insecure && !server.Loopback(addr) {
+				return fmt.Errorf("--addr %s is not a loopback address: serve the bus over TLS with --tls-cert and --tls-key, or pass --insecure-listen to serve it in clear there", addr)
 			}
 			so := bus.ServerOptions{Name: name, Addr: addr, Logger: logger, Token: token, User: user, Password: password}
 			if so.Token == "" {
@@ -85,6 +90,7 @@ func newBusCommand() *cobra.Command {
 	f.DurationVar(&period, "metrics-period", time.Second, "the gateways' workload-metric period (with --aggregate)")
 	f.StringVar(&tlsSrc.CertFile, "tls-cert", "", "accept TLS clients only, with this PEM certificate (chain) file and --tls-key; reloaded when the files change")
 	f.StringVar(&tlsSrc.KeyFile, "tls-key", "", "the PEM private key of --tls-cert")
+	f.BoolVar(&insecure, "insecure-listen", false, "allow a plain (non-TLS) bus on a non-loopback --addr")
 	f.StringVar(&token, "token", "", "the token every client must give (nats://TOKEN@host:4222); prefer FACET_BUS_TOKEN")
 	f.StringVar(&user, "user", "", "the user every client must give, with --password (nats://USER:PASS@host:4222)")
 	f.StringVar(&password, "password", "", "the password of --user; prefer FACET_BUS_PASSWORD")

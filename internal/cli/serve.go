@@ -36,7 +36,7 @@ func newServeCommand() *cobra.Command {
 	requestFlags(f, &opts, &logLevel)
 	f.StringVar(&opts.BusURL, "bus", "", "NATS bus to join (nats://host:4222, comma-separated for a cluster, e.g. a facet bus); empty embeds one in the process")
 	busCAFlag(f, &opts.BusCA)
-	f.StringVar(&opts.BusListen, "bus-listen", "", "let the embedded bus accept connections on this address (other gateways, out-of-process controllers); empty opens no port")
+	f.StringVar(&opts.BusListen, "bus-listen", "", "let the embedded bus accept connections on this address (other gateways, out-of-process controllers), over TLS with --tls-cert/--tls-dir's certificates; a non-loopback address needs TLS or --insecure-listen; empty opens no port")
 	f.BoolVar(&controllers, "controllers", true, "run the automation controllers here; false in a fleet whose controllers run as the facet controller command")
 	disableControllerFlag(f, &opts.DisabledControllers)
 	f.StringVar(&opts.BackendURL, "backend", "", "remote S3-compatible object store: s3://ACCESS:SECRET@host:port/bucket[/prefix]?region=..[&tls=false or &ca=CA_FILE] (HTTPS by default, verified against ca= or the system roots; credentials also from FACET_BACKEND_ACCESS_KEY/FACET_BACKEND_SECRET_KEY); empty keeps objects in the data directory")

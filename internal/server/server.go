@@ -171,15 +171,16 @@ type Options struct {
 	// TrashPurgeEvery is how often the recycle bin purges expired
 	// objects; 0 means every 10 minutes.
 	TrashPurgeEvery time.Duration
-	// TLS names the certificates every HTTP listener (S3, admin) serves;
-	// empty: plain HTTP, on loopback addresses only unless InsecureListen.
+	// TLS names the certificates every HTTP listener (S3, admin) and the
+	// embedded bus's BusListen port serve; empty: plain, on loopback
+	// addresses only unless InsecureListen.
 	TLS tlsconf.Source
 	// TLSReloadEvery is how often the certificate files are checked for a
 	// change (sizes and mtimes); 0 never: only ReloadTLS (SIGHUP)
 	// reloads them.
 	TLSReloadEvery time.Duration
-	// InsecureListen allows plain HTTP listeners on non-loopback
-	// addresses.
+	// InsecureListen allows plain listeners (HTTP, the embedded bus) on
+	// non-loopback addresses.
 	InsecureListen bool
 	// MasterKeyFile is where the gateway role reads the fleet's master key
 	// when FACET_MASTER_KEY is unset (see CheckGateway).
@@ -274,19 +275,21 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger, failed: make(chan error, 4)}
 	s.goroutines.running = map[string]int{}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	var err error
-	switch opts.Role {
-	case RoleServe, RoleGateway:
+	// The certificates first: the embedded bus serves them too.
+	err := s.loadTLS()
+	switch {
+	case err != nil:
+	case opts.Role == RoleServe, opts.Role == RoleGateway:
 		err = s.buildGateway(ctx)
-	case RoleController:
+	case opts.Role == RoleController:
 		err = s.buildController(ctx)
-	case RoleBlock:
+	case opts.Role == RoleBlock:
 		err = s.buildBlock(ctx)
 	default:
 		err = fmt.Errorf("unknown role %q", opts.Role)
 	}
 	if err == nil {
-		err = s.setupTLS()
+		err = s.checkPlainListeners()
 	}
 	if err != nil {
 		for _, stop := range s.stops { // nothing was started: they close listeners

@@ -13,24 +13,11 @@ import (
 // listenerFlag names the flag of each HTTP listener's address, for errors.
 var listenerFlag = map[string]string{"s3": "--s3-addr", "admin": "--admin-addr"}
 
-// setupTLS loads the certificates every HTTP listener serves when TLS is
-// configured, and registers their reload; without TLS, it refuses a
-// listener on a non-loopback address unless InsecureListen allows it.
-func (s *Server) setupTLS() error {
-	if !s.opts.TLS.Enabled() {
-		if err := s.opts.TLS.Check(); err != nil {
-			return err
-		}
-		if s.opts.InsecureListen {
-			return nil
-		}
-		for _, l := range s.listeners {
-			if !loopback(l.addr) {
-				return fmt.Errorf("%s %s is not a loopback address: serve it over TLS with --tls-cert and --tls-key (or --tls-dir), or pass --insecure-listen to serve plain HTTP there (tokens, keys and data then cross the network in clear)",
-					listenerFlag[l.name], l.addr)
-			}
-		}
-		return nil
+// loadTLS loads the certificates every HTTP listener (and the embedded
+// bus's port) serves when TLS is configured, and registers their reload.
+func (s *Server) loadTLS() error {
+	if err := s.opts.TLS.Check(); err != nil || !s.opts.TLS.Enabled() {
+		return err
 	}
 	certs, err := tlsconf.Load(s.opts.TLS, s.log)
 	if err != nil {
@@ -41,6 +28,39 @@ func (s *Server) setupTLS() error {
 		s.later("tls reload", func(ctx context.Context) { certs.Watch(ctx, every) })
 	}
 	return nil
+}
+
+// checkPlainListeners refuses, without TLS, a listener on a non-loopback
+// address (the HTTP listeners and the embedded bus's --bus-listen) unless
+// InsecureListen allows it.
+func (s *Server) checkPlainListeners() error {
+	if s.certs != nil || s.opts.InsecureListen {
+		return nil
+	}
+	type named struct{ flag, addr string }
+	var all []named
+	for _, l := range s.listeners {
+		all = append(all, named{listenerFlag[l.name], l.addr})
+	}
+	if s.opts.BusListen != "" {
+		all = append(all, named{"--bus-listen", s.opts.BusListen})
+	}
+	for _, l := range all {
+		if !Loopback(l.addr) {
+			return fmt.Errorf("%s %s is not a loopback address: serve it over TLS with --tls-cert and --tls-key (or --tls-dir), or pass --insecure-listen to serve in clear there (tokens, keys and data then cross the network in clear)",
+				l.flag, l.addr)
+		}
+	}
+	return nil
+}
+
+// busTLS is the embedded bus's TLS configuration: the listeners'
+// certificates, nil without TLS.
+func (s *Server) busTLS() *tls.Config {
+	if s.certs == nil {
+		return nil
+	}
+	return s.certs.Config()
 }
 
 // serveTLS makes l's server speak TLS with the reloadable certificates,
@@ -71,9 +91,9 @@ func (s *Server) TLSSerial() string {
 	return s.certs.Serial()
 }
 
-// loopback reports whether addr (host:port) binds a loopback address
+// Loopback reports whether addr (host:port) binds a loopback address
 // only: a loopback IP or "localhost". An empty host binds every address.
-func loopback(addr string) bool {
+func Loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

@@ -42,7 +42,7 @@ func (s *Server) openWorkload(opts Options) (*workload, error) {
 	w := &workload{reg: metrics.NewBuiltinRegistry(), log: logger}
 	var err error
 	if opts.BusURL == "" {
-		w.server, err = bus.StartServer(bus.ServerOptions{Name: node, Addr: opts.BusListen, Logger: logger})
+		w.server, err = bus.StartServer(bus.ServerOptions{Name: node, Addr: opts.BusListen, Logger: logger, TLS: s.busTLS()})
 		if err != nil {
 			return nil, err
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/facet-sds/facet/internal/bus"
 	"github.com/facet-sds/facet/internal/meta/redistest"
 	"github.com/facet-sds/facet/internal/storage/s3/s3test"
 	"github.com/facet-sds/facet/internal/tlsconf/tlstest"
@@ -231,6 +232,17 @@ func TestListenRefusesNonLoopbackPlain(t *testing.T) {
 		t.Fatalf("plain serve on 0.0.0.0: err %v, output:\n%s\nwant a refusal naming --s3-addr and --insecure-listen", err, out)
 	}
 
+	// The embedded bus's port follows the same rule.
+	busArgs := []string{"serve", "--data", t.TempDir(), "--admin-addr", freeAddr(t), "--s3-addr", freeAddr(t), "--nbd-addr", "off", "--bus-listen", "0.0.0.0:" + port}
+	out, err = exec.CommandContext(ctx, facetBin, busArgs...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--bus-listen 0.0.0.0:"+port+" is not a loopback address") {
+		t.Fatalf("plain --bus-listen on 0.0.0.0: err %v, output:\n%s", err, out)
+	}
+	out, err = exec.CommandContext(ctx, facetBin, "bus", "--addr", "0.0.0.0:"+port).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--addr 0.0.0.0:"+port+" is not a loopback address") || !strings.Contains(string(out), "--insecure-listen") {
+		t.Fatalf("plain facet bus on 0.0.0.0: err %v, output:\n%s", err, out)
+	}
+
 	s := &server{t: t, dataDir: t.TempDir(), s3Addr: "0.0.0.0:" + port, adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(16), done: make(chan struct{})}
 	if err := s.launch([]string{"serve", "--data", s.dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr, "--admin-token", s.token, "--insecure-listen"}, nil); err != nil {
 		t.Fatalf("--insecure-listen: %v", err)
@@ -409,4 +421,25 @@ func TestTLSDirSNI(t *testing.T) {
 			t.Errorf("SNI %q: serial %s, want %s", sni, got, want)
 		}
 	}
+}
+
+// TestTLSEmbeddedBus: with TLS, serve's --bus-listen port speaks TLS with
+// the listeners' certificates; a bus client verifying against the CA
+// joins it.
+func TestTLSEmbeddedBus(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, dir)
+	busAddr := freeAddr(t)
+	s := startTLS(t, ca, ca.Issue(t, dir+"/server", 100), "--bus-listen", busAddr, "--nbd-addr", "off")
+	c, err := bus.Dial("tls://"+busAddr, "e2e", ca.CertFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Flush(30 * time.Second); err != nil {
+		t.Fatalf("joining the embedded bus over TLS: %v", err)
+	}
+	// The client insists on TLS (nats.Secure): a plain server would have
+	// refused it.
+	_ = s
 }
