@@ -113,6 +113,8 @@ type Config struct {
 	Scrub ScrubService
 	// Quotas stores quotas and reports usage; nil answers its routes 501.
 	Quotas QuotaService
+	// Fsck checks the running store (GET /fsck); nil answers 501.
+	Fsck FsckSource
 }
 
 // maxBody bounds request bodies; the API's bodies are a few bytes of JSON.
@@ -144,6 +146,7 @@ type handler struct {
 	backups     BackupSource
 	scrub       ScrubService
 	quotas      QuotaService
+	fsckSource  FsckSource
 	log         *slog.Logger
 	tokenHash   *[sha256.Size]byte // nil: no token configured, refuse all
 	// metricsHash is MetricsToken's; nil when there is none.
@@ -241,6 +244,7 @@ var routes = []route{
 	{http.MethodGet, "/backup", (*handler).backup},
 	{http.MethodPost, "/scrub", (*handler).startScrub},
 	{http.MethodGet, "/scrub", (*handler).scrubStatus},
+	{http.MethodGet, "/fsck", (*handler).fsck},
 }
 
 // New returns the control API handler.
@@ -259,6 +263,7 @@ func New(cfg Config) http.Handler {
 	h.backups = cfg.Backups
 	h.scrub = cfg.Scrub
 	h.quotas = cfg.Quotas
+	h.fsckSource = cfg.Fsck
 	if cfg.Token != "" {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		h.tokenHash = &sum

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -28,5 +29,34 @@ func (h *handler) backup(w http.ResponseWriter, r *http.Request) error {
 		h.log.Error("backup failed", "err", err)
 		panic(http.ErrAbortHandler) // the client must not take a cut archive for a whole one
 	}
+	return nil
+}
+
+// FsckSource checks the running node's embedded store (GET /fsck): its
+// index against its data files and, when verify is set, every data file
+// against its checksums. The report is JSON-ready.
+type FsckSource interface {
+	Fsck(ctx context.Context, verify bool) (any, error)
+}
+
+// ErrNoIndex is what a FsckSource returns (wrapped) on a node that keeps
+// its objects in a remote store.
+var ErrNoIndex = errors.New("no embedded index to check")
+
+func (h *handler) fsck(w http.ResponseWriter, r *http.Request) error {
+	if h.fsckSource == nil {
+		return apiErr(http.StatusNotImplemented, "NotImplemented", "this server has no consistency check")
+	}
+	verify := r.URL.Query().Get("verify")
+	if verify != "" && verify != "true" && verify != "false" {
+		return apiErr(http.StatusBadRequest, "InvalidArgument", "verify: true or false")
+	}
+	rep, err := h.fsckSource.Fsck(r.Context(), verify == "true")
+	if errors.Is(err, ErrNoIndex) {
+		return apiErr(http.StatusNotImplemented, "NotImplemented", err.Error())
+	} else if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
 	return nil
 }

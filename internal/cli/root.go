@@ -27,6 +27,6 @@ func NewRoot() *cobra.Command {
 	root.AddCommand(newBlockCommand())
 	root.AddCommand(newGatewayCommand())
 	root.AddCommand(newVersionCommand(info))
-	root.AddCommand(newMigrateCommand(), newRestoreCommand())
+	root.AddCommand(newMigrateCommand(), newRestoreCommand(), newFsckCommand())
 	return root
 }

@@ -64,7 +64,7 @@ func NewCommand() *cobra.Command {
 	cmd.AddCommand(o.tenantCommand(), o.keyCommand(), o.bucketCommand(),
 		o.groupCommand(), o.policyCommand(), o.filterCommand(), o.controllerCommand(),
 		o.localityCommand(), o.nodeCommand(), o.contextCommand(), o.poolCommand(), o.volumeCommand())
-	cmd.AddCommand(o.sloCommand(), o.bwCommand(), o.backupCommand(), o.quotaCommand())
+	cmd.AddCommand(o.sloCommand(), o.bwCommand(), o.backupCommand(), o.quotaCommand(), o.fsckCommand())
 	return cmd
 }
 

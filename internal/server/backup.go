@@ -22,7 +22,7 @@ type backupSource struct {
 
 func (b backupSource) WriteBackup(ctx context.Context, w io.Writer) error {
 	var idx backup.IndexSnapshotter
-	if s, ok := b.backend.(backup.IndexSnapshotter); ok {
+	if s, ok := ability[backup.IndexSnapshotter](b.backend); ok {
 		idx = s
 	}
 	_, err := backup.Write(ctx, w, b.meta, idx, buildinfo.Get().Version)

@@ -19,46 +19,19 @@ import (
 func (s *Store) recover(ctx context.Context) error {
 	live := make(map[string]struct{})
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(rootBucket).ForEachBucket(func(name []byte) error {
-			b := tx.Bucket(rootBucket).Bucket(name)
-			if objs := b.Bucket(objBucket); objs != nil {
-				if err := objs.ForEach(func(k, v []byte) error {
-					var rec objRecord
-					if err := decode(v, &rec); err != nil {
-						return fmt.Errorf("bucket %q key %q: %w", name, k, err)
-					}
-					live[rec.File] = struct{}{}
-					return nil
-				}); err != nil {
-					return err
-				}
-			}
-			if ver := b.Bucket(verBucket); ver != nil {
-				if err := ver.ForEach(func(k, v []byte) error {
-					var rec objRecord
-					if err := decode(v, &rec); err != nil {
-						return fmt.Errorf("bucket %q version %x: %w", name, k, err)
-					}
-					if !rec.Marker {
-						live[rec.File] = struct{}{}
-					}
-					return nil
-				}); err != nil {
-					return err
-				}
-			}
-			if prt := b.Bucket(prtBucket); prt != nil {
-				return prt.ForEach(func(k, v []byte) error {
-					var rec partRecord
-					if err := decode(v, &rec); err != nil {
-						return fmt.Errorf("bucket %q part %x: %w", name, k, err)
-					}
-					live[rec.File] = struct{}{}
-					return nil
-				})
-			}
+		var bad []Finding
+		_, _, err := walkIndex(tx, func(e indexEntry) error {
+			live[e.file] = struct{}{}
 			return nil
+		}, func(f Finding) {
+			if f.Kind == FindRecord {
+				bad = append(bad, f)
+			}
 		})
+		if err == nil && len(bad) > 0 {
+			err = fmt.Errorf("bucket %q key %q: %s", bad[0].Bucket, bad[0].Key, bad[0].Detail)
+		}
+		return err
 	})
 	if err != nil {
 		// Without a complete set of live files nothing may be removed.

@@ -238,3 +238,26 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestCheck: Check passes a whole stored stream that matches its sums and
+// names the damage in one that does not.
+func TestCheck(t *testing.T) {
+	b, _, dir, _ := newBackend(t)
+	body := randBytes(3*BlockSize+17, 7)
+	info := put(t, b, "k", body)
+	if err := Check(bytes.NewReader(body), int64(len(body)), info.Meta.System, "b/k"); err != nil {
+		t.Fatalf("intact: %v", err)
+	}
+	bad := bytes.Clone(body)
+	bad[2*BlockSize+5] ^= 1
+	if err := Check(bytes.NewReader(bad), int64(len(bad)), info.Meta.System, "b/k"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("flipped: %v", err)
+	}
+	if err := Check(bytes.NewReader(body[:len(body)-1]), int64(len(body)-1), info.Meta.System, "b/k"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("short: %v", err)
+	}
+	if err := Check(bytes.NewReader(body), int64(len(body)), nil, "b/k"); !errors.Is(err, ErrNoSums) {
+		t.Fatalf("no sums: %v", err)
+	}
+	_ = dir
+}
