@@ -65,6 +65,7 @@ so far are in docs/benchmarks/ (one page per subject; docs/benchmarks.md is the 
 	cmd.AddCommand(newBenchMetricsCommand())
 	cmd.AddCommand(newBenchStreamsCommand())
 	cmd.AddCommand(newBenchIntegrityCommand())
+	cmd.AddCommand(newBenchVersioningCommand())
 	cmd.AddCommand(newBenchAuditCommand())
 	cmd.AddCommand(newBenchQuotaCommand())
 	cmd.AddCommand(newBenchWasmCommand())

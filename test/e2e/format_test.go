@@ -57,7 +57,7 @@ func TestOpensPreviousFormat(t *testing.T) {
 	if err != nil {
 		t.Fatalf("migrate --dry-run: %v\n%s", err, out)
 	}
-	for _, want := range []string{"meta.db: format 0, would migrate to 1", "index.db: format 0, would migrate to 1", "format 0 -> 1: record the format version", "dry run: nothing changed"} {
+	for _, want := range []string{"meta.db: format 0, would migrate to 1", "index.db: format 0, would migrate to 2", "format 0 -> 1: record the format version", "dry run: nothing changed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("migrate --dry-run output lacks %q:\n%s", want, out)
 		}
@@ -100,7 +100,7 @@ func TestOpensPreviousFormat(t *testing.T) {
 	}
 
 	out, err = migrate("--dry-run")
-	if err != nil || !strings.Contains(out, "meta.db: format 1, current") || !strings.Contains(out, "index.db: format 1, current") {
+	if err != nil || !strings.Contains(out, "meta.db: format 1, current") || !strings.Contains(out, "index.db: format 2, current") {
 		t.Fatalf("after serve, migrate --dry-run: %v\n%s", err, out)
 	}
 

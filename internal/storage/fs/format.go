@@ -17,7 +17,7 @@ import (
 // writes: the index's buckets and records and the data files' naming.
 // Raise it with a step in formatSteps whenever a release changes what an
 // older binary would misread.
-const FormatVersion = 1
+const FormatVersion = 2
 
 var (
 	// formatBucket holds formatKey, the index's format as a decimal
@@ -30,6 +30,13 @@ var (
 func formatSteps() []diskformat.Step[*bolt.Tx] {
 	return []diskformat.Step[*bolt.Tx]{
 		{From: diskformat.Unversioned, What: "record the format version (the directory was written before formats were recorded; no record or file changes)",
+			Apply: func(*bolt.Tx) error { return nil }},
+		// Format 2 keeps object versions: a "ver" sub-bucket per bucket
+		// once it is versioned, version fields in object records and the
+		// bucket's state in its info record. A format-1 binary would take
+		// kept versions' data files for orphans and delete them at start,
+		// so it must refuse the index; existing records need no change.
+		{From: 1, What: "allow object versions (ver/ sub-buckets, version fields in records); no record or file changes",
 			Apply: func(*bolt.Tx) error { return nil }},
 	}
 }

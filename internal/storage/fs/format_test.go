@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,7 +45,7 @@ func TestFormatVersion(t *testing.T) {
 
 	edit(nil) // as written before formats were recorded
 	rep, err := InspectFormat(dir)
-	if err != nil || rep.Stored != diskformat.Unversioned || len(rep.Steps) != 1 || !strings.Contains(rep.Steps[0], "format 0 -> 1") {
+	if err != nil || rep.Stored != diskformat.Unversioned || len(rep.Steps) != FormatVersion || !strings.Contains(rep.Steps[0], "format 0 -> 1") {
 		t.Fatalf("unversioned index: %+v, %v", rep, err)
 	}
 	s = openStore(t, dir)
@@ -62,7 +63,7 @@ func TestFormatVersion(t *testing.T) {
 	if rep, err := InspectFormat(dir); err != nil || !strings.Contains(rep.Error, "has format 9") {
 		t.Fatalf("newer index: %+v, %v", rep, err)
 	}
-	if _, err := Open(context.Background(), dir, Options{}); !errors.Is(err, diskformat.ErrTooNew) || !strings.Contains(err.Error(), "reads formats up to 1") {
+	if _, err := Open(context.Background(), dir, Options{}); !errors.Is(err, diskformat.ErrTooNew) || !strings.Contains(err.Error(), "reads formats up to "+strconv.Itoa(FormatVersion)) {
 		t.Fatalf("open a newer index: %v", err)
 	}
 }

@@ -58,6 +58,9 @@ type objRecord struct {
 	VersionID string `json:"vid,omitempty"`
 	Stamp     uint64 `json:"st,omitempty"`
 	Marker    bool   `json:"dm,omitempty"`
+	// shown is the version id as S3 shows it, set by place for the
+	// caller's answer; never stored.
+	shown string
 }
 
 func (r *objRecord) info(bucket, key string) storage.ObjectInfo {

@@ -283,7 +283,7 @@ func (s *Store) CompleteUpload(ctx context.Context, bucket, key, uploadID string
 	}
 	s.removeData(old...)
 	s.removeData(dropped...)
-	return s.committedInfo(ctx, bucket, key, &rec), nil
+	return rec.committedInfo(bucket, key), nil
 }
 
 // partIn loads one part record or fails with storage.ErrInvalidPart.

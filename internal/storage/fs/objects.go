@@ -128,18 +128,14 @@ func (s *Store) PutObject(ctx context.Context, bucket, key string, in storage.Pu
 		return storage.ObjectInfo{}, err
 	}
 	s.removeData(old...)
-	return s.committedInfo(ctx, bucket, key, &rec), nil
+	return rec.committedInfo(bucket, key), nil
 }
 
-// committedInfo is the info of a version just committed: its version id
+// committedInfo is the info of a version place committed: its version id
 // shows where the bucket is or was versioned.
-func (s *Store) committedInfo(ctx context.Context, bucket, key string, rec *objRecord) storage.ObjectInfo {
-	info := rec.info(bucket, key)
-	if rec.VersionID != "" {
-		info.VersionID = rec.VersionID
-	} else if v, err := s.BucketVersioning(ctx, bucket); err == nil && v != storage.VersioningOff {
-		info.VersionID = storage.NullVersion
-	}
+func (r *objRecord) committedInfo(bucket, key string) storage.ObjectInfo {
+	info := r.info(bucket, key)
+	info.VersionID = r.shown
 	return info
 }
 
@@ -253,7 +249,7 @@ func (s *Store) UpdateMeta(ctx context.Context, bucket, key string, meta storage
 			return storage.ObjectInfo{}, err
 		}
 		s.removeData(old...)
-		return s.committedInfo(ctx, bucket, key, &rec), nil
+		return rec.committedInfo(bucket, key), nil
 	}
 	var rec objRecord
 	now := time.Now().UnixNano()

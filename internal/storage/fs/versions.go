@@ -112,6 +112,17 @@ func firstVersion(ver *bolt.Bucket, key string) (k []byte, rec objRecord, ok boo
 	return bytes.Clone(k), rec, true, decode(v, &rec)
 }
 
+// firstStamp is the stamp of key's newest ver/ entry, read from its
+// index key alone (0 when there is none).
+func firstStamp(ver *bolt.Bucket, key string) uint64 {
+	p := verPrefix(key)
+	k, _ := ver.Cursor().Seek(p)
+	if k == nil || !bytes.HasPrefix(k, p) || len(k) != len(p)+8 {
+		return 0
+	}
+	return ^binary.BigEndian.Uint64(k[len(p):])
+}
+
 // findVersion returns the ver/ entry of key with version id (null: "").
 func findVersion(ver *bolt.Bucket, key, id string) (k []byte, rec objRecord, ok bool, err error) {
 	if ver == nil {
@@ -178,7 +189,7 @@ func (s *Store) place(b *bolt.Bucket, bucket, key string, rec *objRecord) (dropp
 	}
 	old, hasOld := s.current(objs, bucket, key)
 	if state == storage.VersioningOff {
-		rec.VersionID = ""
+		rec.VersionID, rec.shown = "", ""
 		if hasOld {
 			dropped = append(dropped, old.File)
 		}
@@ -196,15 +207,10 @@ func (s *Store) place(b *bolt.Bucket, bucket, key string, rec *objRecord) (dropp
 	if hasOld {
 		floor = stampOf(&old)
 	}
-	_, first, ok, err := firstVersion(ver, key)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		floor = max(floor, stampOf(&first))
-	}
+	floor = max(floor, firstStamp(ver, key))
 	rec.Stamp = s.nextStamp(floor)
 	rec.VersionID = ""
+	defer func() { rec.shown = shownID(rec) }()
 	if state == storage.VersioningEnabled {
 		rec.VersionID = newVersionID(rec.Stamp)
 	} else {
@@ -416,8 +422,8 @@ func (s *Store) DeleteVersion(ctx context.Context, bucket, key, versionID string
 			if dropped, err = s.place(b, bucket, key, &marker); err != nil {
 				return err
 			}
-			if state, _ := bucketState(b); state != storage.VersioningOff {
-				res = storage.DeleteResult{VersionID: shownID(&marker), DeleteMarker: true}
+			if marker.shown != "" {
+				res = storage.DeleteResult{VersionID: marker.shown, DeleteMarker: true}
 			}
 			return nil
 		})

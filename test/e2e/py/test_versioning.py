@@ -243,3 +243,25 @@ def other_s3(server, other_tenant):
     c._own_bucket = "o-" + uuid.uuid4().hex[:16]
     c.create_bucket(Bucket=c._own_bucket)
     return c
+
+
+def test_recycle_bin_leaves_versioned_buckets_to_their_versions(server, tenant, s3):
+    """A recycle_bin policy is in force on both buckets: the never-versioned
+    one's DELETE goes to the bin, the versioned one's writes a delete marker
+    and the bin keeps nothing of it."""
+    import json
+    import uuid
+    plain, versioned = "rb-" + uuid.uuid4().hex[:12], "rv-" + uuid.uuid4().hex[:12]
+    for b in (plain, versioned):
+        s3.create_bucket(Bucket=b)
+    enable(s3, versioned)
+    server.ctl("policy", "add", f"FOR TENANT {tenant['tenant']} DO SET recycle_bin WITH max_time=1d")
+    for b in (plain, versioned):
+        s3.put_object(Bucket=b, Key="doc", Body=b"kept")
+        s3.delete_object(Bucket=b, Key="doc")
+    items = json.loads(server.ctl("trash", "list", tenant["tenant"], "-o", "json"))
+    items = items.get("items", items) if isinstance(items, dict) else items
+    assert [(i["bucket"], i["key"]) for i in items] == [(plain, "doc")], items
+    versions = s3.list_object_versions(Bucket=versioned)
+    assert [m["IsLatest"] for m in versions["DeleteMarkers"]] == [True]
+    assert body(s3, versioned, "doc", VersionId=versions["Versions"][0]["VersionId"]) == b"kept"
