@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,13 +234,80 @@ func TestEncryptionSealsUserMetadata(t *testing.T) {
 	}
 	dataDir := t.TempDir()
 	s := startServer(t, dataDir)
+	secret := sealedMetadataWorkload(t, s)
+	// Stop the server so that everything is on disk, then look. (The copy
+	// into the plain bucket holds the first value in clear, as it should.)
+	if _, err := s.terminate(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{secret + "-put", secret + "-copy", secret + "-self"} {
+		if hits := filesContaining(t, dataDir, []byte(v)); len(hits) != 0 {
+			t.Fatalf("a sealed metadata value is in clear in %q", hits)
+		}
+	}
+	// The check can see: the plain bucket's value is in the index.
+	if hits := filesContaining(t, dataDir, []byte(secret+"-clear")); len(hits) == 0 {
+		t.Fatal("the unencrypted object's metadata value is found nowhere: the search sees nothing")
+	}
+}
+
+// Over the remote backend the store's own metadata for the objects (and
+// Facet's metadata sidecars) holds the sealed values only.
+func TestEncryptionSealsUserMetadataRemote(t *testing.T) {
+	remote := s3test.Start(t)
+	s := &server{t: t, dataDir: t.TempDir(), s3Addr: freeAddr(t), adminAddr: freeAddr(t), token: "e2e-admin-" + randHex(16), done: make(chan struct{})}
+	if err := s.launch([]string{"serve", "--data", s.dataDir, "--s3-addr", s.s3Addr, "--admin-addr", s.adminAddr,
+		"--admin-token", s.token, "--backend", remote.URL("gw")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	secret := sealedMetadataWorkload(t, s)
+	ctx := context.Background()
+	var seen strings.Builder
+	p := s3.NewListObjectsV2Paginator(remote.Client, &s3.ListObjectsV2Input{Bucket: &remote.Bucket})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			out, err := remote.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: &remote.Bucket, Key: o.Key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(out.Body)
+			out.Body.Close()
+			seen.WriteString(*o.Key + " " + string(body) + "\n")
+			for k, v := range out.Metadata {
+				// Facet's inline metadata is base64url JSON.
+				if js, err := base64.RawURLEncoding.DecodeString(v); err == nil {
+					v = string(js)
+				}
+				seen.WriteString(k + "=" + v + "\n")
+			}
+		}
+	}
+	for _, v := range []string{secret + "-put", secret + "-copy", secret + "-self"} {
+		if strings.Contains(seen.String(), v) {
+			t.Fatalf("a sealed metadata value is in clear in the remote store")
+		}
+	}
+	if !strings.Contains(seen.String(), secret+"-clear") {
+		t.Fatal("the unencrypted object's metadata value is found nowhere in the remote store: the search sees nothing")
+	}
+}
+
+// sealedMetadataWorkload writes objects with user metadata in a bucket
+// under encryption and in a plain one, checks what HEAD, GET and copies
+// answer, and returns the marker the values start with.
+func sealedMetadataWorkload(t *testing.T, s *server) string {
+	t.Helper()
 	c := s.createTenant(t, "um1")
 	cli := s.sdk(c)
 	mkBucket(t, cli, "sealed")
 	mkBucket(t, cli, "plain")
 	s.policyAdd(t, "FOR BUCKET um1/sealed DO SET encryption")
 	secret := "FACET-META-MARKER-" + randHex(8)
-	clearValue := "FACET-CLEAR-MARKER-" + randHex(8)
+	clearValue := secret + "-clear"
 	ctx := context.Background()
 	put := func(bucket, key, v string) {
 		if _, err := cli.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(seededBytes(70_000, 8)),
@@ -292,19 +361,5 @@ func TestEncryptionSealsUserMetadata(t *testing.T) {
 	if m := head("sealed", "obj"); m["secret"] != secret+"-self" {
 		t.Fatalf("HEAD after replacing the metadata: %v", m)
 	}
-	// Stop the server so that everything is on disk, then look.
-	if _, err := s.terminate(20 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	// (The copy into the plain bucket holds the first value in clear, as
-	// it should.)
-	for _, v := range []string{secret + "-put", secret + "-copy", secret + "-self"} {
-		if hits := filesContaining(t, dataDir, []byte(v)); len(hits) != 0 {
-			t.Fatalf("a sealed metadata value is in clear in %q", hits)
-		}
-	}
-	// The check can see: the plain bucket's value is in the index.
-	if hits := filesContaining(t, dataDir, []byte(clearValue)); len(hits) == 0 {
-		t.Fatal("the unencrypted object's metadata value is found nowhere: the search sees nothing")
-	}
+	return secret
 }
