@@ -71,6 +71,11 @@ func newBusCommand() *cobra.Command {
 				if err := agg.Start(cmd.Context()); err != nil {
 					return err
 				}
+				// Its subscriptions are in place before the URL is
+				// announced: a sample published at once is not lost.
+				if err := conn.Flush(10 * time.Second); err != nil {
+					return fmt.Errorf("bus aggregator: %w", err)
+				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "facet bus listening on %s\n", srv.URL())
 			logger.Info("bus ready", "url", srv.URL())
