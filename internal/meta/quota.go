@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // Quotas and usage. Each scope (a tenant, or one bucket of a tenant) has one
@@ -136,37 +137,135 @@ func (s *Store) Charge(ctx context.Context, charges ...Charge) error {
 	if ck, ok := s.kv.(counterKV); ok {
 		return ck.charge(ctx, charges)
 	}
-	var refused *QuotaError
-	err := s.kv.update(ctx, func(tx kvTx) error {
-		refused = nil
-		recs := make([]usageRecord, len(charges))
-		for i, c := range charges {
-			if _, err := getRecord(tx, tblUsage, c.Scope.key(), &recs[i]); err != nil {
+	r := &chargeReq{charges: charges, wake: make(chan struct{}, 1)}
+	if s.charges.join(r) {
+		s.leadCharges(ctx, r)
+	}
+	if r.err != nil {
+		return fmt.Errorf("meta: charge usage: %w", r.err)
+	}
+	if r.refused != nil {
+		return r.refused
+	}
+	return nil
+}
+
+// Group commit. A bbolt commit is an fsync, milliseconds on a disk, and
+// every write of every tenant charges its counters: one commit per charge
+// would make the metadata store's disk the ceiling on writes. So charges
+// that arrive while a commit runs wait for it, then the first of them
+// commits all of them in one transaction, each checked in its turn as if
+// alone (its own refusal refuses it only). A lone charge commits at once:
+// nothing waits for a timer.
+
+// chargeQueue holds the charges waiting for the commit in progress.
+type chargeQueue struct {
+	mu      sync.Mutex
+	pending []*chargeReq
+	busy    bool // a leader is committing
+}
+
+// chargeReq is one caller's charge and its outcome.
+type chargeReq struct {
+	charges []Charge
+	refused *QuotaError
+	err     error
+	// wake is signalled once: the charge was committed (lead false), or
+	// its caller now leads the next commit (lead true).
+	wake chan struct{}
+	lead bool
+}
+
+// join queues r; it reports whether r's caller leads a commit. A follower
+// waits until its charge is committed or it is made the next leader.
+func (q *chargeQueue) join(r *chargeReq) bool {
+	q.mu.Lock()
+	q.pending = append(q.pending, r)
+	if !q.busy {
+		q.busy = true
+		q.mu.Unlock()
+		return true
+	}
+	q.mu.Unlock()
+	<-r.wake
+	return r.lead
+}
+
+// leadCharges commits every pending charge (r's among them) in one
+// transaction, hands the lead to the first charge that arrived meanwhile,
+// and wakes the others.
+func (s *Store) leadCharges(ctx context.Context, r *chargeReq) {
+	q := &s.charges
+	q.mu.Lock()
+	batch := q.pending
+	q.pending = nil
+	q.mu.Unlock()
+	// The batch is other callers' too: the leader's cancellation must not
+	// fail them.
+	err := s.kv.update(context.WithoutCancel(ctx), func(tx kvTx) error {
+		recs := map[string]*usageRecord{}
+		for _, b := range batch {
+			var err error
+			if b.refused, err = applyCharges(tx, recs, b.charges); err != nil {
 				return err
 			}
-			if refused = checkCharge(c, recs[i].Usage, recs[i].Limits); refused != nil {
-				return nil
-			}
 		}
-		for i, c := range charges {
-			u, d := recs[i].Usage.fields(), c.Delta.fields()
-			for j := range u {
-				*u[j] += *d[j]
-			}
-			recs[i].V = recordVersion
-			if err := putRecord(tx, tblUsage, c.Scope.key(), &recs[i]); err != nil {
+		for k, rec := range recs {
+			rec.V = recordVersion
+			if err := putRecord(tx, tblUsage, k, rec); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("meta: charge usage: %w", err)
+	for _, b := range batch {
+		if b.err = err; err != nil {
+			b.refused = nil
+		}
 	}
-	if refused != nil {
-		return refused
+	q.mu.Lock()
+	if len(q.pending) > 0 {
+		next := q.pending[0]
+		next.lead = true
+		next.wake <- struct{}{}
+	} else {
+		q.busy = false
 	}
-	return nil
+	q.mu.Unlock()
+	for _, b := range batch {
+		if b != r {
+			b.wake <- struct{}{}
+		}
+	}
+}
+
+// applyCharges checks one caller's charges against the records as the
+// batch has left them (recs caches what the transaction read and
+// changed), and applies them all unless one is refused.
+func applyCharges(tx kvTx, recs map[string]*usageRecord, charges []Charge) (*QuotaError, error) {
+	got := make([]*usageRecord, len(charges))
+	for i, c := range charges {
+		k := c.Scope.key()
+		rec, ok := recs[k]
+		if !ok {
+			rec = &usageRecord{}
+			if _, err := getRecord(tx, tblUsage, k, rec); err != nil {
+				return nil, err
+			}
+			recs[k] = rec
+		}
+		if refused := checkCharge(c, rec.Usage, rec.Limits); refused != nil {
+			return refused, nil
+		}
+		got[i] = rec
+	}
+	for i, c := range charges {
+		u, d := got[i].Usage.fields(), c.Delta.fields()
+		for j := range u {
+			*u[j] += *d[j]
+		}
+	}
+	return nil, nil
 }
 
 // checkCharge returns the first field c's positive delta would take over

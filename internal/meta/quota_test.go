@@ -119,7 +119,8 @@ func TestQuotaChargesConcurrent(t *testing.T) {
 
 // BenchmarkCharge is what a write's reservation costs: one charge of a
 // tenant's and a bucket's counters against their limits (bbolt commits
-// with fsync, as the server does; Redis runs the script).
+// with fsync, as the server does, concurrent charges together; Redis runs
+// the script).
 func BenchmarkCharge(b *testing.B) {
 	for _, be := range backends {
 		b.Run(be.name, func(b *testing.B) {
@@ -133,6 +134,7 @@ func BenchmarkCharge(b *testing.B) {
 			if err := s.SetQuota(b.Context(), ten, Counters{Bytes: 1 << 50, Objects: 1 << 40}); err != nil {
 				b.Fatal(err)
 			}
+			b.SetParallelism(4) // 8 goroutines on 2 cores: writes in flight
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					d := Counters{Bytes: 4096, Physical: 4096, Objects: 1}

@@ -96,6 +96,9 @@ type Store struct {
 	mu    sync.RWMutex
 	cache map[string]cachedKey
 	gen   uint64
+
+	// charges commits concurrent usage charges together (quota.go).
+	charges chargeQueue
 }
 
 type cachedKey struct{ tenant, secret string }
