@@ -129,6 +129,14 @@ func checkFlipped(t *testing.T, s *server, c creds, storeDir, backend string) {
 	if _, err := readAllOf(cli, "integ", "big", "bytes=524300-524400"); err == nil {
 		t.Fatal("a range over the damaged block was served")
 	}
+	// A copy of the damaged object fails and writes nothing.
+	if _, err := cli.CopyObject(context.Background(), &s3.CopyObjectInput{Bucket: aws.String("integ"), Key: aws.String("big-copy"),
+		CopySource: aws.String("integ/big")}, func(o *s3.Options) { o.RetryMaxAttempts = 1 }); err == nil {
+		t.Fatal("a copy of a damaged object succeeded")
+	}
+	if _, err := cli.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("integ"), Key: aws.String("big-copy")}); err == nil {
+		t.Fatal("the failed copy left an object")
+	}
 	got, err = readAllOf(cli, "integ", "big", "bytes=300000-400000")
 	if err != nil || !bytes.Equal(got, big[300000:400001]) {
 		t.Fatalf("a range over good blocks: %d bytes, %v", len(got), err)
@@ -157,8 +165,8 @@ func checkFlipped(t *testing.T, s *server, c creds, storeDir, backend string) {
 	}
 
 	n, ok := s.metricValue(t, `facet_integrity_failures_total{backend="`+backend+`",tenant="`+c.Tenant+`"}`)
-	if !ok || n < 5 {
-		t.Fatalf("facet_integrity_failures_total = %v (%v), want at least 5", n, ok)
+	if !ok || n < 6 {
+		t.Fatalf("facet_integrity_failures_total = %v (%v), want at least 6", n, ok)
 	}
 
 	// The scrubber finds exactly the three damaged objects.
