@@ -48,42 +48,11 @@ func (b *Backend) countBucket(ctx context.Context, bucket string) (meta.Counters
 // countObjects adds up the bucket's objects, every version of them where
 // the backend keeps versions (delete markers hold nothing).
 func (b *Backend) countObjects(ctx context.Context, bucket string, c *meta.Counters) error {
-	if v, ok := b.Backend.(storage.Versions); ok {
-		opts := storage.ListVersionsOptions{MaxKeys: 1000}
-		for {
-			page, err := v.ListObjectVersions(ctx, bucket, opts)
-			if err != nil {
-				return err
-			}
-			for _, o := range page.Versions {
-				if !o.DeleteMarker {
-					c.Objects++
-					c.Bytes += o.Meta.Size
-					c.Physical += o.StoredSize
-				}
-			}
-			if !page.IsTruncated {
-				return nil
-			}
-			opts.KeyMarker, opts.VersionIDMarker = page.NextKeyMarker, page.NextVersionIDMarker
-		}
-	}
-	marker := ""
-	for {
-		page, err := b.Backend.ListObjects(ctx, bucket, storage.ListOptions{Marker: marker, MaxKeys: 1000})
-		if err != nil {
-			return err
-		}
-		for _, o := range page.Objects {
-			c.Objects++
-			c.Bytes += o.Meta.Size
-			c.Physical += o.StoredSize
-		}
-		if !page.IsTruncated {
-			return nil
-		}
-		marker = page.NextMarker
-	}
+	return storage.EachStored(ctx, b.Backend, bucket, func(o storage.ObjectInfo) {
+		c.Objects++
+		c.Bytes += o.Meta.Size
+		c.Physical += o.StoredSize
+	})
 }
 
 // countUploads adds up the bucket's open uploads and their parts.

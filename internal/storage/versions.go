@@ -108,3 +108,42 @@ type Versions interface {
 	DeleteVersion(ctx context.Context, bucket, key, versionID string) (DeleteResult, error)
 	ListObjectVersions(ctx context.Context, bucket string, opts ListVersionsOptions) (ListVersionsResult, error)
 }
+
+// EachStored calls fn for every object version b holds in bucket: every
+// version where b keeps versions (delete markers hold nothing and are
+// left out), else every object. Usage and quota recounts add up what is
+// stored with it, a page of the listing in memory at a time.
+func EachStored(ctx context.Context, b Backend, bucket string, fn func(ObjectInfo)) error {
+	if v, ok := b.(Versions); ok {
+		opts := ListVersionsOptions{MaxKeys: 1000}
+		for {
+			page, err := v.ListObjectVersions(ctx, bucket, opts)
+			if err != nil {
+				return err
+			}
+			for _, o := range page.Versions {
+				if !o.DeleteMarker {
+					fn(o)
+				}
+			}
+			if !page.IsTruncated {
+				return nil
+			}
+			opts.KeyMarker, opts.VersionIDMarker = page.NextKeyMarker, page.NextVersionIDMarker
+		}
+	}
+	opts := ListOptions{MaxKeys: 1000}
+	for {
+		page, err := b.ListObjects(ctx, bucket, opts)
+		if err != nil {
+			return err
+		}
+		for _, o := range page.Objects {
+			fn(o)
+		}
+		if !page.IsTruncated {
+			return nil
+		}
+		opts.Marker = page.NextMarker
+	}
+}
