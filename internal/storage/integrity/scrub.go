@@ -67,6 +67,8 @@ type ScrubFinding struct {
 	Tenant string `json:"tenant"`
 	Bucket string `json:"bucket"`
 	Key    string `json:"key"`
+	// VersionID names the version in a bucket that keeps versions.
+	VersionID string `json:"version_id,omitempty"`
 	// Result is damaged (a checksum failed), missing (listed, but its
 	// bytes cannot be read) or unverified (stored before checksums were
 	// kept: read, but nothing to check it against).
@@ -201,9 +203,22 @@ func (s *Scrubber) run(ctx context.Context, rep *ScrubReport, buckets []BucketRe
 		"damaged", rep.Damaged, "missing", rep.Missing, "unverified", rep.Unverified, "err", rep.Error)
 }
 
-// bucket scrubs one bucket, a page of keys at a time. A bucket deleted
-// meanwhile is done.
+// bucket scrubs one bucket, a page of keys at a time; every version of
+// each key where the bucket keeps versions. A bucket deleted meanwhile is
+// done.
 func (s *Scrubber) bucket(ctx context.Context, rep *ScrubReport, ref BucketRef) error {
+	if v, ok := s.versions(); ok {
+		state, err := v.BucketVersioning(ctx, ref.Bucket)
+		if errors.Is(err, storage.ErrBucketNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("versioning of %s: %w", ref.Bucket, err)
+		}
+		if state != storage.VersioningOff {
+			return s.bucketVersions(ctx, rep, ref, v)
+		}
+	}
 	marker := ""
 	for {
 		page, err := s.cfg.Backend.ListObjects(ctx, ref.Bucket, storage.ListOptions{Marker: marker, MaxKeys: 1000})
@@ -214,7 +229,7 @@ func (s *Scrubber) bucket(ctx context.Context, rep *ScrubReport, ref BucketRef) 
 			return fmt.Errorf("list %s: %w", ref.Bucket, err)
 		}
 		for _, o := range page.Objects {
-			if err := s.object(ctx, rep, ref, o.Key); err != nil {
+			if err := s.object(ctx, rep, ref, o.Key, ""); err != nil {
 				return err
 			}
 		}
@@ -225,16 +240,51 @@ func (s *Scrubber) bucket(ctx context.Context, rep *ScrubReport, ref BucketRef) 
 	}
 }
 
+// versions returns the version API of the store, checked, if it keeps
+// versions.
+func (s *Scrubber) versions() (storage.Versions, bool) {
+	v, ok := WithVersions(s.b).(storage.Versions)
+	return v, ok
+}
+
+// bucketVersions scrubs every version of a bucket that keeps them, a page
+// at a time; delete markers have no bytes.
+func (s *Scrubber) bucketVersions(ctx context.Context, rep *ScrubReport, ref BucketRef, v storage.Versions) error {
+	var opts storage.ListVersionsOptions
+	opts.MaxKeys = 1000
+	for {
+		page, err := v.ListObjectVersions(ctx, ref.Bucket, opts)
+		if errors.Is(err, storage.ErrBucketNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("list versions of %s: %w", ref.Bucket, err)
+		}
+		for _, o := range page.Versions {
+			if o.DeleteMarker {
+				continue
+			}
+			if err := s.object(ctx, rep, ref, o.Key, o.VersionID); err != nil {
+				return err
+			}
+		}
+		if !page.IsTruncated || page.NextKeyMarker == "" {
+			return nil
+		}
+		opts.KeyMarker, opts.VersionIDMarker = page.NextKeyMarker, page.NextVersionIDMarker
+	}
+}
+
 // object reads one object through the checks and records the result.
 // Only a failure to go on (the run's context ended, the store
 // unavailable) is returned.
-func (s *Scrubber) object(ctx context.Context, rep *ScrubReport, ref BucketRef, key string) error {
+func (s *Scrubber) object(ctx context.Context, rep *ScrubReport, ref BucketRef, key, versionID string) error {
 	work, err := s.admit(ctx, ref.Tenant)
 	if err != nil {
 		return err
 	}
 	defer work.Done()
-	result, n, detail, err := s.read(ctx, work, ref.Bucket, key)
+	result, n, detail, err := s.read(ctx, work, ref.Bucket, key, versionID)
 	if err != nil || result == "" {
 		return err
 	}
@@ -260,17 +310,17 @@ func (s *Scrubber) object(ctx context.Context, rep *ScrubReport, ref BucketRef, 
 		rep.FindingsTruncated = true
 		return nil
 	}
-	rep.Findings = append(rep.Findings, ScrubFinding{Tenant: ref.Tenant, Bucket: ref.Bucket, Key: key, Result: result, Detail: detail})
+	rep.Findings = append(rep.Findings, ScrubFinding{Tenant: ref.Tenant, Bucket: ref.Bucket, Key: key, VersionID: versionID, Result: result, Detail: detail})
 	return nil
 }
 
 // read checks one object: result "" means it went away since the listing.
-func (s *Scrubber) read(ctx context.Context, work Work, bucket, key string) (result string, n int64, detail string, err error) {
+func (s *Scrubber) read(ctx context.Context, work Work, bucket, key, versionID string) (result string, n int64, detail string, err error) {
 	classify := func(err error) (string, int64, string, error) {
 		switch {
 		case ctx.Err() != nil:
 			return "", n, "", ctx.Err()
-		case errors.Is(err, storage.ErrObjectNotFound):
+		case errors.Is(err, storage.ErrObjectNotFound), errors.Is(err, storage.ErrNoSuchVersion):
 			return "", n, "", nil
 		case errors.Is(err, storage.ErrUnavailable):
 			return "", n, "", err
@@ -279,7 +329,13 @@ func (s *Scrubber) read(ctx context.Context, work Work, bucket, key string) (res
 		}
 		return ResultMissing, n, err.Error(), nil
 	}
-	rc, info, err := s.b.GetObject(ctx, bucket, key, nil)
+	var rc io.ReadCloser
+	var info storage.ObjectInfo
+	if v, ok := s.versions(); ok && versionID != "" {
+		rc, info, err = v.GetObjectVersion(ctx, bucket, key, versionID, nil)
+	} else {
+		rc, info, err = s.b.GetObject(ctx, bucket, key, nil)
+	}
 	if err != nil {
 		return classify(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/facet-sds/facet/internal/storage"
 )
 
 // paying counts the bytes a background class was asked to pay for.
@@ -76,5 +78,32 @@ func TestScrubOneAtATime(t *testing.T) {
 	s.mu.Unlock()
 	if _, err := s.Start(ctx, "", "", nil); !errors.Is(err, ErrScrubRunning) {
 		t.Fatalf("second start: %v", err)
+	}
+}
+
+// In a bucket that keeps versions every version is scrubbed, and a
+// damaged older one is reported by its id.
+func TestScrubVersions(t *testing.T) {
+	b, raw, dir, _ := newBackend(t)
+	ctx := context.Background()
+	if err := raw.(storage.Versions).SetVersioning(ctx, "b", storage.VersioningEnabled); err != nil {
+		t.Fatal(err)
+	}
+	old := randBytes(BlockSize+7, 21)
+	first := put(t, b, "k", old)
+	put(t, b, "k", randBytes(99, 22))
+	if err := b.DeleteObject(ctx, "b", "gone"); err != nil { // a marker alone
+		t.Fatal(err)
+	}
+	flip(t, dir, old, 5)
+	s := NewScrubber(ScrubConfig{Backend: raw})
+	if _, err := s.Start(ctx, "", "b", []BucketRef{{Tenant: "t", Bucket: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Wait()
+	rep, _ := s.Status()
+	if rep.State != ScrubDone || rep.Objects != 2 || rep.OK != 1 || rep.Damaged != 1 || len(rep.Findings) != 1 ||
+		rep.Findings[0].VersionID != first.VersionID || rep.Findings[0].Key != "k" {
+		t.Fatalf("report %+v", rep)
 	}
 }
