@@ -541,8 +541,11 @@ func TestOpenLoopRamp(t *testing.T) {
 	}
 	tot := rep.Tenants[0].Total
 	// 20/s for 1 s then 40/s for 1 s: 60 ops, give or take the first
-	// ticket of each phase.
-	if n := tot.Ops + tot.Dropped + tot.Errors; n < 58 || n > 63 {
+	// ticket of each phase. Never more; fewer when the ticket clock
+	// falls behind, which it did by five under the race detector on a
+	// loaded 2-core CI machine (55): the bound below is that of a ramp
+	// that happened at all (a flat 20/s would issue 40).
+	if n := tot.Ops + tot.Dropped + tot.Errors; n < 48 || n > 63 {
 		t.Fatalf("ramp 20→40/s over 2 s issued %d ops (%+v)", n, tot)
 	}
 	if rep.ElapsedS < 1.9 || rep.ElapsedS > 2.1 {
