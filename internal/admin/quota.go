@@ -109,6 +109,19 @@ func (h *handler) tenantBuckets(ctx context.Context, tenant string) ([]string, e
 }
 
 func (h *handler) getQuota(w http.ResponseWriter, r *http.Request) error {
+	return h.quotaReport(w, r, nil)
+}
+
+func (h *handler) recountQuota(w http.ResponseWriter, r *http.Request) error {
+	return h.quotaReport(w, r, func(ctx context.Context, tenant string, buckets []string) error {
+		_, err := h.quotas.Recount(ctx, tenant, buckets)
+		return err
+	})
+}
+
+// quotaReport answers with the tenant's quota and usage and its buckets';
+// first, when set, runs with the tenant's buckets before it reads them.
+func (h *handler) quotaReport(w http.ResponseWriter, r *http.Request, first func(ctx context.Context, tenant string, buckets []string) error) error {
 	if h.quotas == nil {
 		return errNoQuotas
 	}
@@ -116,6 +129,11 @@ func (h *handler) getQuota(w http.ResponseWriter, r *http.Request) error {
 	buckets, err := h.tenantBuckets(r.Context(), name)
 	if err != nil {
 		return err
+	}
+	if first != nil {
+		if err := first(r.Context(), name, buckets); err != nil {
+			return err
+		}
 	}
 	out := TenantQuota{Tenant: name, Buckets: []ScopeQuota{}}
 	if out.ScopeQuota, err = h.scopeQuota(r.Context(), meta.Scope{Tenant: name}); err != nil {
@@ -199,19 +217,4 @@ func (h *handler) deleteQuota(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-func (h *handler) recountQuota(w http.ResponseWriter, r *http.Request) error {
-	if h.quotas == nil {
-		return errNoQuotas
-	}
-	name := r.PathValue("name")
-	buckets, err := h.tenantBuckets(r.Context(), name)
-	if err != nil {
-		return err
-	}
-	if _, err := h.quotas.Recount(r.Context(), name, buckets); err != nil {
-		return err
-	}
-	return h.getQuota(w, r)
 }

@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 )
@@ -27,20 +25,5 @@ func QuotaOverhead(ctx context.Context, dir string, sc SpineScenario, rounds int
 
 // setQuota sets the benchmark tenant's quota through the admin API.
 func (g *gateway) setQuota(ctx context.Context, body string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, g.adminURL+"/v1/tenants/bench/quota", bytes.NewReader([]byte(body)))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+g.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
-		return fmt.Errorf("set quota: %d %s", resp.StatusCode, msg)
-	}
-	return nil
+	return g.admin(ctx, "set quota", http.MethodPut, "/v1/tenants/bench/quota", "application/json", body)
 }

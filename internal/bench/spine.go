@@ -301,12 +301,18 @@ func (g *gateway) doWith(ctx context.Context, method, path string, hdr http.Head
 
 // applyPolicy posts DSL text to the gateway's admin API.
 func (g *gateway) applyPolicy(ctx context.Context, text string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.adminURL+"/v1/policies", bytes.NewReader([]byte(text)))
+	return g.admin(ctx, "apply policy", http.MethodPost, "/v1/policies", "text/plain", text)
+}
+
+// admin sends one request to the gateway's admin API and fails, naming
+// what, unless it succeeds.
+func (g *gateway) admin(ctx context.Context, what, method, path, contentType, body string) error {
+	req, err := http.NewRequestWithContext(ctx, method, g.adminURL+path, bytes.NewReader([]byte(body)))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+g.token)
-	req.Header.Set("Content-Type", "text/plain")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
@@ -314,7 +320,7 @@ func (g *gateway) applyPolicy(ctx context.Context, text string) error {
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
-		return fmt.Errorf("apply policy: %d %s", resp.StatusCode, msg)
+		return fmt.Errorf("%s: %d %s", what, resp.StatusCode, msg)
 	}
 	return nil
 }
