@@ -23,6 +23,8 @@ import (
 //	                 a delete marker: st is its stamp, inverted big-endian,
 //	                 so a key's versions sort newest first (versions.go).
 //	                 Made when the bucket is first versioned.
+//	vnl/<key>        the ver/ key of key's null version, while it is kept in
+//	                 ver/ (versions.go), so it is found without a walk.
 var (
 	rootBucket = []byte("buckets")
 	infoKey    = []byte("info")
@@ -30,6 +32,7 @@ var (
 	uplBucket  = []byte("upl")
 	prtBucket  = []byte("prt")
 	verBucket  = []byte("ver")
+	nulBucket  = []byte("vnl")
 )
 
 // recVersion prefixes every index value so that a later layout can be told

@@ -123,10 +123,25 @@ func firstStamp(ver *bolt.Bucket, key string) uint64 {
 	return ^binary.BigEndian.Uint64(k[len(p):])
 }
 
-// findVersion returns the ver/ entry of key with version id (null: "").
-func findVersion(ver *bolt.Bucket, key, id string) (k []byte, rec objRecord, ok bool, err error) {
+// findVersion returns the ver/ entry of key with version id (null: "");
+// b is the storage bucket, whose vnl/ table points at null versions.
+func findVersion(b, ver *bolt.Bucket, key, id string) (k []byte, rec objRecord, ok bool, err error) {
 	if ver == nil {
 		return nil, rec, false, nil
+	}
+	if nul := b.Bucket(nulBucket); id == "" && nul != nil {
+		k = nul.Get([]byte(key))
+		if k == nil {
+			return nil, rec, false, nil
+		}
+		v := ver.Get(k)
+		if v == nil {
+			return nil, rec, false, fmt.Errorf("fs: null version index of %q names a missing version", key)
+		}
+		if err := decode(v, &rec); err != nil {
+			return nil, rec, false, err
+		}
+		return bytes.Clone(k), rec, true, nil
 	}
 	if id != "" {
 		st, err := parseVersionID(id)
@@ -143,7 +158,8 @@ func findVersion(ver *bolt.Bucket, key, id string) (k []byte, rec objRecord, ok 
 		}
 		return k, rec, rec.VersionID == id, nil
 	}
-	// A key has at most one null version; nothing indexes it, so look.
+	// A key has at most one null version; an index versioned before
+	// vnl/ existed has no pointer to it, so look.
 	p := verPrefix(key)
 	c := ver.Cursor()
 	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
@@ -159,6 +175,30 @@ func findVersion(ver *bolt.Bucket, key, id string) (k []byte, rec objRecord, ok 
 		}
 	}
 	return nil, objRecord{}, false, nil
+}
+
+// keepVersion files rec in ver/ under its stamp, pointing vnl/ at it
+// when it is the null version.
+func keepVersion(b, ver *bolt.Bucket, key string, rec *objRecord) error {
+	k := verKey(key, rec.Stamp)
+	if err := put(ver, k, rec); err != nil {
+		return err
+	}
+	if nul := b.Bucket(nulBucket); nul != nil && rec.VersionID == "" {
+		return nul.Put([]byte(key), k)
+	}
+	return nil
+}
+
+// dropVersion removes the ver/ entry k of key, and vnl/'s pointer at it.
+func dropVersion(b, ver *bolt.Bucket, key string, k []byte, rec *objRecord) error {
+	if err := ver.Delete(k); err != nil {
+		return err
+	}
+	if nul := b.Bucket(nulBucket); nul != nil && rec.VersionID == "" {
+		return nul.Delete([]byte(key))
+	}
+	return nil
 }
 
 // current returns the obj/ record of key; an undecodable one is logged
@@ -214,7 +254,7 @@ func (s *Store) place(b *bolt.Bucket, bucket, key string, rec *objRecord) (dropp
 	if state == storage.VersioningEnabled {
 		rec.VersionID = newVersionID(rec.Stamp)
 	} else {
-		k, null, ok, err := findVersion(ver, key, "")
+		k, null, ok, err := findVersion(b, ver, key, "")
 		if err != nil {
 			return nil, err
 		}
@@ -222,7 +262,7 @@ func (s *Store) place(b *bolt.Bucket, bucket, key string, rec *objRecord) (dropp
 			if !null.Marker {
 				dropped = append(dropped, null.File)
 			}
-			if err := ver.Delete(k); err != nil {
+			if err := dropVersion(b, ver, key, k, &null); err != nil {
 				return nil, err
 			}
 		}
@@ -232,7 +272,7 @@ func (s *Store) place(b *bolt.Bucket, bucket, key string, rec *objRecord) (dropp
 			dropped = append(dropped, old.File)
 		} else {
 			old.Stamp = stampOf(&old)
-			if err := put(ver, verKey(key, old.Stamp), &old); err != nil {
+			if err := keepVersion(b, ver, key, &old); err != nil {
 				return nil, err
 			}
 		}
@@ -241,7 +281,7 @@ func (s *Store) place(b *bolt.Bucket, bucket, key string, rec *objRecord) (dropp
 		if err := objs.Delete([]byte(key)); err != nil {
 			return nil, err
 		}
-		return dropped, put(ver, verKey(key, rec.Stamp), rec)
+		return dropped, keepVersion(b, ver, key, rec)
 	}
 	return dropped, put(objs, []byte(key), rec)
 }
@@ -249,12 +289,12 @@ func (s *Store) place(b *bolt.Bucket, bucket, key string, rec *objRecord) (dropp
 // promote makes key's newest kept version its latest once the latest was
 // deleted for good, unless that version is a delete marker, which stays
 // where markers live.
-func promote(objs, ver *bolt.Bucket, key string) error {
+func promote(b, objs, ver *bolt.Bucket, key string) error {
 	k, rec, ok, err := firstVersion(ver, key)
 	if err != nil || !ok || rec.Marker {
 		return err
 	}
-	if err := ver.Delete(k); err != nil {
+	if err := dropVersion(b, ver, key, k, &rec); err != nil {
 		return err
 	}
 	return put(objs, []byte(key), &rec)
@@ -275,8 +315,10 @@ func (s *Store) SetVersioning(ctx context.Context, bucket string, v storage.Vers
 		if err := decode(b.Get(infoKey), &rec); err != nil {
 			return err
 		}
-		if _, err := b.CreateBucketIfNotExists(verBucket); err != nil {
-			return fmt.Errorf("fs: versions of %q: %w", bucket, err)
+		for _, name := range [][]byte{verBucket, nulBucket} {
+			if _, err := b.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("fs: versions of %q: %w", bucket, err)
+			}
 		}
 		rec.Versioning = v
 		return put(b, infoKey, &rec)
@@ -343,7 +385,7 @@ func (s *Store) lookupVersion(bucket, key, id string) (objRecord, storage.Object
 				_, vr, has, err = firstVersion(ver, key)
 				has = has && vr.Marker
 			} else {
-				_, vr, has, err = findVersion(ver, key, want)
+				_, vr, has, err = findVersion(b, ver, key, want)
 			}
 			switch {
 			case err != nil:
@@ -455,9 +497,9 @@ func (s *Store) DeleteVersion(ctx context.Context, bucket, key, versionID string
 				if ver == nil {
 					return nil
 				}
-				return promote(objs, ver, key)
+				return promote(b, objs, ver, key)
 			}
-			k, rec, ok, err := findVersion(ver, key, want)
+			k, rec, ok, err := findVersion(b, ver, key, want)
 			if err != nil || !ok {
 				return err
 			}
@@ -470,11 +512,11 @@ func (s *Store) DeleteVersion(ctx context.Context, bucket, key, versionID string
 			if !rec.Marker {
 				dropped = []string{rec.File}
 			}
-			if err := ver.Delete(k); err != nil {
+			if err := dropVersion(b, ver, key, k, &rec); err != nil {
 				return err
 			}
 			if latest {
-				return promote(objs, ver, key)
+				return promote(b, objs, ver, key)
 			}
 			return nil
 		})
@@ -512,6 +554,7 @@ func (s *Store) ListObjectVersions(ctx context.Context, bucket string, opts stor
 		if err != nil {
 			return err
 		}
+		l.b = b
 		return l.run(objs, b.Bucket(verBucket), opts)
 	})
 	if err != nil {
@@ -521,6 +564,7 @@ func (s *Store) ListObjectVersions(ctx context.Context, bucket string, opts stor
 }
 
 type versionLister struct {
+	b             *bolt.Bucket
 	bucket        string
 	res           *storage.ListVersionsResult
 	max, n        int
@@ -599,7 +643,7 @@ func (l *versionLister) run(objs, ver *bolt.Bucket, opts storage.ListVersionsOpt
 				if want == storage.NullVersion {
 					want = ""
 				}
-				k, _, found, err := findVersion(ver, mk, want)
+				k, _, found, err := findVersion(l.b, ver, mk, want)
 				if err != nil && !errors.Is(err, storage.ErrInvalidVersion) {
 					return err
 				}

@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/facet-sds/facet/internal/storage"
+	bolt "go.etcd.io/bbolt"
 )
 
 func versionBytes(t *testing.T, s *Store, key, id string) ([]byte, storage.ObjectInfo) {
@@ -138,6 +140,31 @@ func TestVersionsLifecycle(t *testing.T) {
 		t.Fatalf("%d data files, want 2", n)
 	}
 
+	checkNullIndex(t, s, "k")
+	if err := s.SetVersioning(ctx, "b", storage.VersioningEnabled); err != nil {
+		t.Fatal(err)
+	}
+	v4 := putBytes(t, s, "b", "k", []byte("four")) // the null version goes to ver/
+	checkNullIndex(t, s, "k")
+	if b, _ := versionBytes(t, s, "k", "null"); string(b) != "n2" {
+		t.Fatalf("null version after an Enabled PUT: %q", b)
+	}
+	if err := s.SetVersioning(ctx, "b", storage.VersioningSuspended); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteVersion(ctx, "b", "k", ""); err != nil { // a null marker replaces it
+		t.Fatal(err)
+	}
+	checkNullIndex(t, s, "k")
+	if _, err := s.DeleteVersion(ctx, "b", "k", "null"); err != nil {
+		t.Fatal(err)
+	}
+	checkNullIndex(t, s, "k")
+	if b, _ := getBytes(t, s, "b", "k", nil); string(b) != "four" {
+		t.Fatalf("after deleting the null marker: %q", b)
+	}
+	_ = v4
+
 	// Reopening keeps every version's file (recovery must count them).
 	_ = s.Close()
 	s = openStore(t, dir)
@@ -185,5 +212,39 @@ func TestListVersionsDelimiterAndMarkers(t *testing.T) {
 	}
 	if _, err := s.ListObjectVersions(ctx, "b", storage.ListVersionsOptions{KeyMarker: "a", VersionIDMarker: "x"}); !errors.Is(err, storage.ErrInvalidVersion) {
 		t.Fatalf("bogus marker: %v", err)
+	}
+}
+
+// checkNullIndex checks that vnl/ points at exactly the null version a
+// walk of key's versions finds.
+func checkNullIndex(t *testing.T, s *Store, key string) {
+	t.Helper()
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		b, err := bucketOf(tx, "b")
+		if err != nil {
+			return err
+		}
+		ver := b.Bucket(verBucket)
+		var walked []byte
+		p := verPrefix(key)
+		c := ver.Cursor()
+		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			var rec objRecord
+			if err := decode(v, &rec); err != nil {
+				return err
+			}
+			if rec.VersionID == "" {
+				if walked != nil {
+					t.Errorf("two null versions of %q in ver/", key)
+				}
+				walked = bytes.Clone(k)
+			}
+		}
+		if got := b.Bucket(nulBucket).Get([]byte(key)); !bytes.Equal(got, walked) {
+			t.Errorf("vnl/ of %q = %x; the null version kept is at %x", key, got, walked)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
