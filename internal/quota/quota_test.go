@@ -176,11 +176,21 @@ func TestVersionsCount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A metadata-only copy onto itself makes a third version.
+	if _, err := f.q.UpdateMeta(ctx, "b1", "a", storage.ObjectMeta{Size: 20, UserMeta: map[string]string{"k": "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	if u := f.usage(t, ""); u.Bytes != 50 || u.Objects != 3 {
+		t.Fatalf("three versions: %+v", u)
+	}
+	if recounted, err := f.q.Recount(ctx, "acme", []string{"b1"}); err != nil || recounted != f.usage(t, "") {
+		t.Fatalf("recount %+v, counters %+v (%v)", recounted, f.usage(t, ""), err)
+	}
 	if err := f.q.DeleteObject(ctx, "b1", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if u := f.usage(t, ""); u.Bytes != 30 || u.Objects != 2 {
-		t.Fatalf("two versions and a marker: %+v", u)
+	if u := f.usage(t, ""); u.Bytes != 50 || u.Objects != 3 {
+		t.Fatalf("three versions and a marker: %+v", u)
 	}
 	page, err := v.ListObjectVersions(ctx, "b1", storage.ListVersionsOptions{MaxKeys: 10})
 	if err != nil {
@@ -193,7 +203,7 @@ func TestVersionsCount(t *testing.T) {
 			}
 		}
 	}
-	if u := f.usage(t, ""); u.Bytes != 20 || u.Objects != 1 {
+	if u := f.usage(t, ""); u.Bytes != 40 || u.Objects != 2 {
 		t.Fatalf("after deleting the first version: %+v", u)
 	}
 	if recounted, err := f.q.Recount(ctx, "acme", []string{"b1"}); err != nil || recounted != f.usage(t, "") {

@@ -116,3 +116,40 @@ func (s *versioned) DeleteVersion(ctx context.Context, bucket, key, versionID st
 	s.settle(ctx, tenant, bucket, neg(old))
 	return res, nil
 }
+
+// UpdateMeta replaces an object's metadata; in a bucket that keeps
+// versions that makes a version (a copy of the latest's bytes), which
+// counts like any other.
+func (b *Backend) UpdateMeta(ctx context.Context, bucket, key string, m storage.ObjectMeta) (storage.ObjectInfo, error) {
+	tenant, err := b.owner(ctx, bucket)
+	v, versions := b.Backend.(storage.Versions)
+	if err != nil || tenant == "" || !versions {
+		if err != nil {
+			return storage.ObjectInfo{}, err
+		}
+		return b.Backend.UpdateMeta(ctx, bucket, key, m)
+	}
+	state, err := v.BucketVersioning(ctx, bucket)
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	cur, err := b.Backend.HeadObject(ctx, bucket, key)
+	if state == storage.VersioningOff || err != nil {
+		// Without versions the bytes stay where they are; without an
+		// object the backend answers for itself.
+		return b.Backend.UpdateMeta(ctx, bucket, key, m)
+	}
+	old, err := b.replaced(ctx, bucket, key)
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	d := meta.Counters{Bytes: cur.Meta.Size - old.Bytes, Physical: cur.StoredSize - old.Physical, Objects: 1 - old.Objects}
+	if err := b.reserve(ctx, tenant, bucket, key, d); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	info, err := b.Backend.UpdateMeta(ctx, bucket, key, m)
+	if err != nil {
+		b.settle(ctx, tenant, bucket, neg(d))
+	}
+	return info, err
+}
