@@ -181,7 +181,10 @@ func RunSoak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 	}
 	pid := o.ServerPID
 	if o.Endpoint == "" {
-		g, proc, err := startServeProcess(ctx, o.Dir)
+		// One tenant holds every connection: its cap on requests in
+		// flight (--tenant-max-connections, 256 by default) must not be
+		// what the soak measures.
+		g, proc, err := startServeProcess(ctx, o.Dir, "--tenant-max-connections", strconv.Itoa(o.Connections+64))
 		if err != nil {
 			return res, err
 		}
