@@ -115,6 +115,10 @@ type Config struct {
 	Quotas QuotaService
 	// Fsck checks the running store (GET /fsck); nil answers 501.
 	Fsck FsckSource
+	// Storage probes whether local storage takes writes, for /healthz
+	// (503 when it is read-only or failing) and /nodes; nil: not
+	// reported (a remote backend).
+	Storage StorageProbe
 }
 
 // maxBody bounds request bodies; the API's bodies are a few bytes of JSON.
@@ -147,6 +151,7 @@ type handler struct {
 	scrub       ScrubService
 	quotas      QuotaService
 	fsckSource  FsckSource
+	storage     *storageHealth
 	log         *slog.Logger
 	tokenHash   *[sha256.Size]byte // nil: no token configured, refuse all
 	// metricsHash is MetricsToken's; nil when there is none.
@@ -277,8 +282,25 @@ func New(cfg Config) http.Handler {
 	if cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", cfg.Metrics)
 	}
+	if cfg.Storage != nil {
+		h.storage = &storageHealth{probe: cfg.Storage, every: 2 * time.Second}
+	}
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		if h.storage == nil {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+			return
+		}
+		// A full disk still serves reads and deletes: degraded, not down.
+		state, detail := h.storage.get()
+		body := map[string]string{"status": "ok", "storage": state}
+		code := http.StatusOK
+		switch state {
+		case StorageFull:
+			body["status"], body["detail"] = "degraded", detail
+		case StorageReadOnly, StorageFailing:
+			body["status"], body["detail"], code = "unhealthy", detail, http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, body)
 	})
 	for _, p := range prefixes {
 		for _, rt := range routes {

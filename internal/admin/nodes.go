@@ -28,6 +28,9 @@ type Node struct {
 	// type and scheduler, whether Facet's data is on them or not.
 	Disks []sysdev.Device `json:"disks"`
 	Note  string          `json:"note,omitempty"`
+	// Storage says whether the node's local storage takes writes
+	// (writable, full, read-only, failing); absent with a remote backend.
+	Storage string `json:"storage,omitempty"`
 	// Cache is the node's object cache; absent on a node without one.
 	Cache *NodeCache `json:"cache,omitempty"`
 	// Reported is when another node of the fleet last described itself
@@ -106,6 +109,9 @@ func (n localNode) Nodes(ctx context.Context) ([]Node, error) {
 			return nil, err
 		}
 		out.Backend, out.IO, out.Devices, out.Note = "fs", &st, devs, ""
+	}
+	if p, ok := n.backend.(StorageProbe); ok {
+		out.Storage = storageState(p.ProbeWrite())
 	}
 	if n.cache != nil {
 		c := n.cache.CacheStatus()

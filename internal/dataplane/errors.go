@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 
 	"github.com/facet-sds/facet/internal/filter"
 	"github.com/facet-sds/facet/internal/s3err"
@@ -65,6 +66,8 @@ func S3Error(err error, bucket, key string) error {
 		return &s3err.Error{Code: s3err.KeyTooLongError, Bucket: bucket, Key: key, Err: err}
 	case errors.Is(err, storage.ErrInvalidKey):
 		return &s3err.Error{Code: s3err.InvalidArgument, Bucket: bucket, Key: key, Err: err}
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT):
+		return &s3err.Error{Code: s3err.InsufficientStorage, Bucket: bucket, Key: key, Err: err}
 	case errors.Is(err, storage.ErrUnavailable):
 		return &s3err.Error{Code: s3err.SlowDown, Bucket: bucket, Key: key, Err: err}
 	case errors.Is(err, io.ErrUnexpectedEOF):

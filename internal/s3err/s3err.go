@@ -91,6 +91,11 @@ var (
 	NotModified               = Code{"NotModified", http.StatusNotModified, "Not Modified"}
 	InvalidURI                = Code{"InvalidURI", http.StatusBadRequest, "Couldn't parse the specified URI."}
 	InvalidObjectState        = Code{"InvalidObjectState", http.StatusForbidden, "The operation is not valid for the current state of the object."}
+	// InsufficientStorage: the disk under the store is full (ENOSPC or a
+	// disk quota). S3 has no code for it; 507 is HTTP's, and MinIO
+	// answers a full disk the same way (XMinioStorageFull, 507). Nothing
+	// of the request was stored, and reads and deletes still work.
+	InsufficientStorage = Code{"InsufficientStorage", http.StatusInsufficientStorage, "The storage under this server is full: nothing of the request was stored. Delete objects, or add space."}
 )
 
 // Error is one S3 error occurrence: a code plus the resource it concerns.

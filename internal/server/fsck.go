@@ -68,3 +68,12 @@ func ability[T any](b storage.Backend) (T, bool) {
 		b = u.Unwrap()
 	}
 }
+
+// storageProbe is the backend's write probe, nil for a backend that has
+// none (a remote store).
+func storageProbe(b storage.Backend) admin.StorageProbe {
+	if p, ok := ability[admin.StorageProbe](b); ok {
+		return p
+	}
+	return nil
+}

@@ -205,7 +205,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		Quotas:   quotaAdmin{store: store, backend: quotas, policy: policyQuotas(policies)},
 		Filters:  control.NewFilterAdmin(policies, fleet.FilterStore{Store: store, Announcer: announcer}, sandbox.catalog),
 		Locality: locator(backend), Node: opts.Node, Nodes: fleetNodes{self: self, fleet: qr.fleet}, Context: cr.api(),
-		Audit: adminAudit(auditLog), Backups: backupSource{meta: store, backend: backend}, Fsck: fsckSource{backend: backend}})
+		Audit: adminAudit(auditLog), Backups: backupSource{meta: store, backend: backend}, Fsck: fsckSource{backend: backend}, Storage: storageProbe(backend)})
 
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	s.listen("s3", opts.S3Addr, &http.Server{Handler: s3, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errLog})

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 const (
@@ -60,6 +61,11 @@ func (s *Store) writeFile(ctx context.Context, fill func(w io.Writer) (int64, er
 		if err != nil {
 			_ = f.Close() // may already be closed; a second Close only errs
 			_ = os.Remove(tmp)
+		}
+		// What the health probe reports: a one-byte probe fits on a
+		// disk too full for an object.
+		if err == nil || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			s.full.Store(err != nil)
 		}
 	}()
 	n, err = fill(f)

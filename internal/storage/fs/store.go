@@ -84,6 +84,10 @@ type Store struct {
 	dev  sysdev.Reader
 	io   *streamer
 
+	// full is set when a data file write failed for lack of space, and
+	// cleared by the next that succeeds (ProbeWrite reports it).
+	full atomic.Bool
+
 	reqs      chan *commitReq
 	quit      chan struct{}
 	done      chan struct{}
