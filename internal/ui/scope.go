@@ -50,7 +50,7 @@ func tenantDecision(method, path string, q url.Values, me string) decision {
 		}
 		switch {
 		case get && len(seg) == 2:
-		case get && len(seg) == 3 && (seg[2] == "buckets" || seg[2] == "usage" || seg[2] == "keys"):
+		case get && len(seg) == 3 && (seg[2] == "buckets" || seg[2] == "usage" || seg[2] == "quota" || seg[2] == "keys"):
 		case method == http.MethodPost && len(seg) == 3 && seg[2] == "keys":
 		case method == http.MethodDelete && len(seg) == 4 && seg[2] == "keys":
 		default:

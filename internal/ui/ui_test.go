@@ -581,6 +581,10 @@ func TestTenantDecisionPinsTheTenant(t *testing.T) {
 	}{
 		{"GET", "/v1/tenants", "", "/v1/tenants/acme", ""},
 		{"GET", "/v1/tenants/acme/usage", "", "/v1/tenants/acme/usage", ""},
+		{"GET", "/v1/tenants/acme/quota", "", "/v1/tenants/acme/quota", ""},
+		{"PUT", "/v1/tenants/acme/quota", "", "", ""},
+		{"POST", "/v1/tenants/acme/quota:recount", "", "", ""},
+		{"GET", "/v1/tenants/zeta/quota", "", "", ""},
 		{"POST", "/v1/tenants/acme/keys", "", "/v1/tenants/acme/keys", ""},
 		{"GET", "/v1/explain", "bucket=b&key=a%2Fb", "/v1/explain", "bucket=b&key=a%2Fb&tenant=acme"},
 		{"GET", "/v1/metrics/get_bw", "target=bucket:acme/b", "/v1/metrics/get_bw", "target=bucket%3Aacme%2Fb"},

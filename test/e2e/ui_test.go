@@ -272,8 +272,10 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Error("the secret key is shown again after its creation")
 	}
 	shot("tenants")
-	// A second key for acme: its secret shown once, then revoked.
+	// A second key for acme: its secret shown once, then revoked. The
+	// tenant's page shows its quota and usage.
 	page("#/tenants/acme", "#key-create")
+	poll("quota card", `!!document.querySelector('table[aria-label="Quota"]')`)
 	run("create a key", chromedp.Click("#key-create"), chromedp.WaitVisible("#new-secret-key"))
 	ak2, sk2 := text("#new-access-key"), text("#new-secret-key")
 	if ak2 == "" || sk2 == "" || ak2 == ak {

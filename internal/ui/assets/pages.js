@@ -91,6 +91,22 @@ function usageCard(u) {
     bar);
 }
 
+// quotaCard shows a tenant's quotas (the effective limit: the smaller of
+// the stored one and the policies') beside its usage counters.
+function quotaCard(q) {
+  if (!q) return card('Quota', h('p', { class: 'muted' }, 'Quotas are not available.'));
+  const lim = (n, bytes) => (n ? (bytes ? fmtBytes(n) : String(n)) : 'none');
+  const row = (name, limit, used, bytes) => h('tr', {}, h('td', {}, name), h('td', { class: 'num' }, lim(limit, bytes)),
+    h('td', { class: 'num' }, bytes ? fmtBytes(used) : String(used)));
+  const e = q.effective || {}, u = q.usage || {};
+  return card('Quota',
+    table(['Quota', 'Limit', 'Used'], [
+      row('bytes', e.bytes, u.bytes || 0, true), row('objects', e.objects, u.objects || 0, false),
+      row('buckets', e.buckets, u.buckets || 0, false), row('open uploads', e.uploads, u.uploads || 0, false),
+    ], { label: 'Quota' }),
+    h('p', { class: 'muted small' }, `The storage holds ${fmtBytes(u.physical_bytes || 0)} after filters. Limits are set with facet ctl quota set or SET quota in a policy.`));
+}
+
 function svgBar(pct) {
   const NS = 'http://www.w3.org/2000/svg';
   const svg = document.createElementNS(NS, 'svg');
@@ -191,15 +207,16 @@ async function tenantDetail(root, name, session) {
   const enc = encodeURIComponent(name);
   root.append(title(session.role === 'admin' ? `Tenant ${name}` : `Your tenant: ${name}`));
   if (session.role === 'admin') root.append(h('p', {}, h('a', { href: '#/tenants' }, '← All tenants')));
-  const [u, buckets] = await Promise.all([
+  const [u, buckets, q] = await Promise.all([
     api('GET', `/v1/tenants/${enc}/usage`).catch(() => null),
     api('GET', `/v1/tenants/${enc}/buckets`).then(d => d.buckets || [], () => []),
+    api('GET', `/v1/tenants/${enc}/quota`).catch(() => null),
   ]);
   const plots = h('div');
   root.append(h('h2', {}, 'Live throughput (last 5 minutes)'), plots);
   const stop = tenantPlots(plots, name);
   const keysBox = h('div'), secretBox = h('div');
-  root.append(h('div', { class: 'grid' }, usageCard(u),
+  root.append(h('div', { class: 'grid' }, usageCard(u), quotaCard(q),
     card('Buckets', table(['Bucket', 'Created'], buckets.map(b => h('tr', {}, h('td', {}, b.name), h('td', {}, fmtTime(b.created)))), { label: 'Buckets', empty: 'No bucket yet.' }))),
   card('Access keys', secretBox, keysBox,
     h('button', { type: 'button', id: 'key-create', onclick: async () => {
