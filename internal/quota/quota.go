@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/facet-sds/facet/internal/meta"
@@ -67,6 +68,9 @@ type Config struct {
 type Backend struct {
 	storage.Backend
 	cfg Config
+	// down is set while charges fail (the store is unreachable), so that
+	// an outage is logged once, not once per write.
+	down atomic.Bool
 }
 
 // New wraps cfg.Backend.
@@ -117,9 +121,45 @@ func (b *Backend) reserve(ctx context.Context, tenant, bucket, key string, d met
 			Message: fmt.Sprintf("The %s quota of %s (%d) would be exceeded: %d in use, %d requested.", qe.Field, qe.Scope, qe.Limit, qe.Used, qe.Want)}
 	}
 	if err != nil {
-		return fmt.Errorf("quota: %w", err)
+		// The store is unreachable. A gateway fails static through a
+		// metadata outage (every other request path does), so a write is
+		// let through uncharged, unless a policy (which this node holds
+		// in memory) puts a limit on the tenant or bucket: then it waits
+		// for the store (503 SlowDown, which clients retry). Limits only
+		// the store knows (facet ctl quota set) are not enforced until it
+		// is back; quota recount repairs the counts.
+		if b.policyLimited(tenant, bucket) {
+			return &s3err.Error{Code: s3err.SlowDown, Bucket: bucket, Key: key, Err: err,
+				Message: "Please reduce your request rate: the quota of this tenant cannot be checked while the metadata store is unreachable."}
+		}
+		b.chargeFailed(err)
+		return nil
 	}
+	b.chargeWorked()
 	return nil
+}
+
+// chargeFailed logs the first failed charge of an outage.
+func (b *Backend) chargeFailed(err error) {
+	if b.down.CompareAndSwap(false, true) {
+		b.cfg.Log.Warn("quota: usage cannot be charged: writes go through uncharged (unless a policy limits them) until the store answers; `facet ctl quota recount` repairs the usage", "err", err)
+	}
+}
+
+// chargeWorked logs the end of an outage.
+func (b *Backend) chargeWorked() {
+	if b.down.CompareAndSwap(true, false) {
+		b.cfg.Log.Info("quota: usage charged again")
+	}
+}
+
+// policyLimited reports whether a policy limits the tenant or the bucket.
+func (b *Backend) policyLimited(tenant, bucket string) bool {
+	if b.cfg.Policy == nil {
+		return false
+	}
+	pt, pb := b.cfg.Policy(tenant, bucket)
+	return pt != (meta.Counters{}) || pb != (meta.Counters{})
 }
 
 // settle applies d after a change that happened (or undoes a reservation
@@ -135,6 +175,9 @@ func (b *Backend) settle(ctx context.Context, tenant, bucket string, d meta.Coun
 		cs[i].Settle = true
 	}
 	if err := b.cfg.Ledger.Charge(context.WithoutCancel(ctx), cs...); err != nil {
-		b.cfg.Log.Warn("quota: usage not updated; `facet ctl quota recount` repairs it", "tenant", tenant, "bucket", bucket, "missed", d, "err", err)
+		b.chargeFailed(err)
+		b.cfg.Log.Debug("quota: usage not updated; `facet ctl quota recount` repairs it", "tenant", tenant, "bucket", bucket, "missed", d, "err", err)
+		return
 	}
+	b.chargeWorked()
 }

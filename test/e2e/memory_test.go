@@ -56,7 +56,10 @@ func TestMemoryConcurrentUploads(t *testing.T) {
 		size    = 1 * mib
 		limitMB = 300
 	)
-	srv := startServer(t, t.TempDir())
+	// One tenant's 1,000 uploads at once: its cap on requests in flight
+	// (--tenant-max-connections, 256 by default) would refuse most; the
+	// test is about memory, so the cap is raised above them.
+	srv := startServeArgs(t, "--tenant-max-connections", "2000")
 	c := srv.createTenant(t, "mem")
 	mkBucket(t, srv.sdk(c), "mem")
 
