@@ -51,8 +51,8 @@ func (s *Server) requestVersion(req *request) (string, error) {
 
 // checkVersion checks one version id naming bucket/key, given as the
 // argument arg. Where versions are kept the backend judges the id; where
-// they are not, only the null version exists: any other id is
-// NoSuchVersion, as S3 answers for a version a bucket does not have.
+// they are not, only the null version exists: a malformed id is
+// InvalidArgument and a well-formed one NoSuchVersion, as S3 answers.
 func (s *Server) checkVersion(id, bucket, key, arg string) error {
 	switch {
 	case id == "":
@@ -60,8 +60,27 @@ func (s *Server) checkVersion(id, bucket, key, arg string) error {
 			ArgumentName: arg, Bucket: bucket, Key: key}
 	case id == nullVersion, s.versions() != nil:
 		return nil
+	case !wellFormedVersionID(id):
+		// As the embedded backend answers an id it never makes, and S3
+		// a malformed one.
+		return &s3err.Error{Code: s3err.InvalidArgument, Message: "Invalid version id specified",
+			ArgumentName: arg, ArgumentValue: id, Bucket: bucket, Key: key}
 	}
 	return &s3err.Error{Code: s3err.NoSuchVersion, Bucket: bucket, Key: key, VersionID: id}
+}
+
+// wellFormedVersionID reports whether id has the shape of the version ids
+// Facet makes (32 lowercase hex digits: internal/storage/fs).
+func wellFormedVersionID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 type versioningConfiguration struct {

@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/facet-sds/facet/internal/s3err"
@@ -39,9 +40,13 @@ func TestCheckVersion(t *testing.T) {
 	if err := s.checkVersion("null", "b", "k", "versionId"); err != nil {
 		t.Errorf("null: %v", err)
 	}
-	e := s3err.As(s.checkVersion("v1", "b", "k", "versionId"))
-	if e.Code != s3err.NoSuchVersion || e.VersionID != "v1" || e.Key != "k" {
-		t.Errorf("v1: %+v; want NoSuchVersion naming it", e)
+	well := strings.Repeat("f", 32)
+	e := s3err.As(s.checkVersion(well, "b", "k", "versionId"))
+	if e.Code != s3err.NoSuchVersion || e.VersionID != well || e.Key != "k" {
+		t.Errorf("well-formed: %+v; want NoSuchVersion naming it", e)
+	}
+	if e := s3err.As(s.checkVersion("v1", "b", "k", "versionId")); e.Code != s3err.InvalidArgument || e.ArgumentValue != "v1" {
+		t.Errorf("v1: %+v; want InvalidArgument", e)
 	}
 	if e := s3err.As(s.checkVersion("", "b", "k", "versionId")); e.Code != s3err.InvalidArgument || e.ArgumentName != "versionId" {
 		t.Errorf("empty: %+v; want InvalidArgument", e)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 	"github.com/minio/minio-go/v7"
 )
 
@@ -243,9 +245,16 @@ func TestCrossTenantDenial(t *testing.T) {
 	}
 	// A versioned bucket of alice's, with a version and a delete marker.
 	mkBucket(t, a, "alice-versions")
+	// Over the remote backend, which keeps no versions (it refuses
+	// versioning with 501), the bucket stays unversioned and the checks
+	// below name well-formed ids it does not have: the other tenant must
+	// be refused before any version is looked at, all the same.
 	if _, err := a.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("alice-versions"),
 		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
-		t.Fatal(err)
+		var ae smithy.APIError
+		if !gatewayTarget() || !errors.As(err, &ae) || ae.ErrorCode() != "NotImplemented" {
+			t.Fatal(err)
+		}
 	}
 	vput, err := a.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("alice-versions"), Key: aws.String("v"), Body: strings.NewReader("a,b\n1,2\n")})
 	if err != nil {
@@ -256,6 +265,9 @@ func TestCrossTenantDenial(t *testing.T) {
 		t.Fatal(err)
 	}
 	vb, vk, vid, vmarker := aws.String("alice-versions"), aws.String("v"), vput.VersionId, vdel.VersionId
+	if vid == nil || vmarker == nil {
+		vid, vmarker = aws.String(strings.Repeat("a", 32)), aws.String(strings.Repeat("b", 32))
+	}
 	bmp, err := b.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bob-bucket"), Key: aws.String("mp")})
 	if err != nil {
 		t.Fatal(err)
@@ -425,12 +437,14 @@ func TestCrossTenantDenial(t *testing.T) {
 	wantErr(t, "bob HeadObject bogus versionId", err, "", http.StatusForbidden)
 	_, err = b.HeadObject(ctx, &s3.HeadObjectInput{Bucket: vb, Key: vk, VersionId: vid})
 	wantErr(t, "bob HeadObject by version", err, "", http.StatusForbidden)
-	// Alice's versions are as she left them.
-	if got, err := a.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: vb}); err != nil || got.Status != types.BucketVersioningStatusEnabled {
-		t.Errorf("alice's versioning after bob: %v %v", got, err)
-	}
-	if lv, err := a.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: vb}); err != nil || len(lv.Versions) != 1 || len(lv.DeleteMarkers) != 1 {
-		t.Errorf("alice's versions after bob: %v", err)
+	// Alice's versions are as she left them (where versions are kept).
+	if !gatewayTarget() {
+		if got, err := a.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: vb}); err != nil || got.Status != types.BucketVersioningStatusEnabled {
+			t.Errorf("alice's versioning after bob: %v %v", got, err)
+		}
+		if lv, err := a.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: vb}); err != nil || len(lv.Versions) != 1 || len(lv.DeleteMarkers) != 1 {
+			t.Errorf("alice's versions after bob: %v", err)
+		}
 	}
 	_, err = b.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: bk})
 	wantErr(t, "bob HeadBucket", err, "", http.StatusForbidden)
